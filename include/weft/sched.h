@@ -1,0 +1,149 @@
+/*
+ * sched.h — the two-way scheduler API, for scheduler writers.
+ *
+ * The runtime calls a scheduler through a `const struct weft_sched_ops`
+ * table; the scheduler calls the runtime through the functions below. The
+ * built-in schedulers (src/sched/ws.c, src/sched/fifo.c) use nothing else, so
+ * an application's scheduler can do anything they do.
+ *
+ * Vocabulary. A *vcore* is a pinned kernel thread; *vcore context* is the
+ * code it runs between uthreads, on its own stack, never interrupted by weft:
+ * the ops below (except init/fini) and weft_uthread_yield() callbacks run
+ * there. A uthread is, at any moment, RUNNING on one vcore, RUNNABLE (owned by
+ * the scheduler, on at most one of its queues) or BLOCKED (owned by whatever
+ * will call weft_uthread_runnable() on it: a wait queue, a timer).
+ */
+#ifndef WEFT_SCHED_H
+#define WEFT_SCHED_H
+
+#include <stdint.h>
+#include <weft/weft.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The first member of every uthread: fields the scheduler may use. */
+struct weft_sched_link {
+    struct weft_uthread *next;   /* owned by the scheduler's queue */
+    void *data;                  /* free for the scheduler */
+    int prio;                    /* set at spawn and by weft_setprio(); read-only here */
+    int vcore;                   /* runtime: vcore it last ran on, or the one asked
+                                    for at spawn; -1 if neither. Read-only here. */
+    unsigned flags;              /* runtime: the spawn flags (WEFT_PINNED...). Read-only. */
+    unsigned sched_flags;        /* free for the scheduler */
+};
+
+/* weft_uthread_link() returns t's scheduler fields. */
+static inline struct weft_sched_link *weft_uthread_link(struct weft_uthread *t)
+{
+    return (struct weft_sched_link *)(void *)t;
+}
+
+/* Why a uthread blocked, for thread_has_blocked(). */
+enum weft_block_why {
+    WEFT_BLOCK_SYNC = 1,   /* mutex, cond, sem, barrier, rwlock, futex, once, wg */
+    WEFT_BLOCK_JOIN,       /* weft_join() */
+    WEFT_BLOCK_SLEEP,      /* weft_sleep_ns() */
+    WEFT_BLOCK_PARK,       /* weft_park() */
+    WEFT_BLOCK_IO,         /* waiting for a file descriptor or an offloaded call */
+    WEFT_BLOCK_OTHER,      /* a weft_uthread_yield() callback of an application */
+};
+
+struct weft_sched_ops {
+    const char *name;
+    /* Called once by weft_init() before any vcore runs, with the vcore count.
+     * Returns 0 or an errno value (weft_init() then fails with it). May be NULL. */
+    int (*init)(int nvcores);
+    /* Called by weft_shutdown() after the vcores stopped. May be NULL. */
+    void (*fini)(void);
+    /* A vcore needs something to run: pick a uthread and weft_run_uthread()
+     * it, or return if there is nothing (the runtime then spins or parks the
+     * vcore and calls again). Vcore context. */
+    void (*sched_entry)(void);
+    /* t became runnable (new, or woken). Queue it, then call
+     * weft_vcore_kick() so an idle vcore can take it. Any context: a vcore,
+     * a uthread, or an outside kernel thread (weft_vcore_id() < 0). */
+    void (*thread_runnable)(struct weft_uthread *t);
+    /* t stopped but is still runnable (weft_yield): queue it again, at the
+     * back. Vcore context of the vcore t was running on. */
+    void (*thread_paused)(struct weft_uthread *t);
+    /* t blocked (why: enum weft_block_why); someone else owns it until it is
+     * made runnable. Informational. Vcore context. May be NULL. */
+    void (*thread_has_blocked)(struct weft_uthread *t, int why);
+};
+
+/* weft_sched_register() makes ops selectable by name (weft_config.sched,
+ * WEFT_SCHED) at the next weft_init(). ops must stay valid. Returns 0,
+ * EINVAL (NULL, no name, missing sched_entry/thread_runnable/thread_paused),
+ * EEXIST (name taken) or ENOSPC (table full). */
+int weft_sched_register(const struct weft_sched_ops *ops);
+
+/* weft_vcore_id() returns the calling vcore's id (0..weft_num_vcores()-1),
+ * or -1 on a kernel thread that is not a vcore. */
+int weft_vcore_id(void);
+/* weft_num_vcores() returns the vcores running (0 before the runtime starts). */
+int weft_num_vcores(void);
+/* weft_max_vcores() returns how many vcores the runtime may run: the CPUs in
+ * the process's affinity mask. */
+int weft_max_vcores(void);
+
+/* weft_uthread_yield() saves the calling uthread, switches to vcore context
+ * and calls cb(self, arg) there; only then may others touch self (queue it,
+ * release the lock that guards the queue). cb must arrange for someone to
+ * call weft_uthread_runnable(self), or call it, or weft_run_uthread(self).
+ * Returns when the uthread runs again, with its errno intact. Uthreads only. */
+void weft_uthread_yield(void (*cb)(struct weft_uthread *self, void *arg), void *arg);
+
+/* weft_uthread_blocked() tells the scheduler that t, saved by
+ * weft_uthread_yield(), is now blocked for reason why (calls
+ * ops->thread_has_blocked). For use inside yield callbacks. */
+void weft_uthread_blocked(struct weft_uthread *t, int why);
+
+/* weft_uthread_runnable() hands a blocked t back to the scheduler
+ * (ops->thread_runnable). Aborts if t is not blocked. Any context. */
+void weft_uthread_runnable(struct weft_uthread *t);
+
+/* weft_run_uthread() runs t on this vcore; t must be runnable and dequeued
+ * by the caller. Vcore context only; does not return. */
+_Noreturn void weft_run_uthread(struct weft_uthread *t);
+
+/* weft_vcore_kick() says work became runnable, preferably for vcore hint
+ * (-1: any): if no vcore is spinning for work, wake one parked vcore (hint's
+ * if it is parked). Cheap when nothing is parked. Any context. */
+void weft_vcore_kick(int hint);
+
+/* weft_vcore_wake() wakes vcore id if it is parked, even when others spin:
+ * for work only that vcore may run (a WEFT_PINNED uthread). Any context. */
+void weft_vcore_wake(int id);
+
+/* A small spinlock for scheduler queues (vcore context and uthreads alike):
+ * hold it for a few pointer updates only. WEFT_SPINLOCK_INIT or zero. */
+typedef struct { uint32_t v; } weft_spinlock_t;
+#define WEFT_SPINLOCK_INIT { 0 }
+
+/* weft_spin_lock_slow() waits for l: spins with a CPU pause, then yields the
+ * kernel thread, so a descheduled holder cannot make us burn the core. */
+void weft_spin_lock_slow(weft_spinlock_t *l);
+
+/* weft_spin_lock() takes l. */
+static inline void weft_spin_lock(weft_spinlock_t *l)
+{
+    if (__builtin_expect(__atomic_exchange_n(&l->v, 1, __ATOMIC_ACQUIRE), 0))
+        weft_spin_lock_slow(l);
+}
+
+/* weft_spin_unlock() releases l. */
+static inline void weft_spin_unlock(weft_spinlock_t *l)
+{
+    __atomic_store_n(&l->v, 0, __ATOMIC_RELEASE);
+}
+
+/* weft_sched_rand() returns a per-vcore pseudo-random number (vcore context). */
+uint32_t weft_sched_rand(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_SCHED_H */

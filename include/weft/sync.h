@@ -1,0 +1,211 @@
+/*
+ * sync.h — synchronisation between uthreads, and between uthreads and
+ * ordinary kernel threads: mutex, condition variable, semaphore, barrier,
+ * rwlock, once, futex, wait group.
+ *
+ * A uthread that blocks here parks in user space (its vcore runs others); a
+ * kernel thread that blocks here sleeps on a futex. Both may wait on the same
+ * object. Every call returns 0 or a positive errno value and leaves errno
+ * alone. Timed variants take an absolute CLOCK_MONOTONIC deadline in ns (see
+ * weft.h: WEFT_FOREVER = none, top bit set = EINVAL, past = try once then
+ * ETIMEDOUT). Static initialisers make init calls optional.
+ *
+ * The struct fields are private; they are visible only so that objects can be
+ * embedded and statically initialised.
+ */
+#ifndef WEFT_SYNC_H
+#define WEFT_SYNC_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct weft__waiter;
+/* A FIFO of blocked waiters guarded by its own spinlock word. */
+struct weft__waitq {
+    uint32_t lock;               /* spinlock: 0 free, 1 held */
+    uint32_t n;                  /* waiters queued; guarded by lock */
+    struct weft__waiter *head;   /* guarded by lock */
+    struct weft__waiter *tail;   /* guarded by lock */
+};
+
+/* ---- mutex ---------------------------------------------------------------- */
+
+#define WEFT_MUTEX_PLAIN     0   /* relocking by the owner is EDEADLK */
+#define WEFT_MUTEX_RECURSIVE 1   /* the owner may relock; unlock as often */
+
+typedef struct weft_mutex {
+    uint32_t state;              /* atomic: 0 free, 1 held, 2 held + maybe waiters */
+    uint32_t kind;               /* WEFT_MUTEX_*; fixed at init */
+    void *owner;                 /* atomic: owner token; written by the owner */
+    uint32_t depth;              /* recursion depth; owner only */
+    struct weft__waitq q;        /* blocked lockers */
+} weft_mutex_t;
+
+#define WEFT_MUTEX_INIT           { 0, WEFT_MUTEX_PLAIN, 0, 0, { 0, 0, 0, 0 } }
+#define WEFT_MUTEX_RECURSIVE_INIT { 0, WEFT_MUTEX_RECURSIVE, 0, 0, { 0, 0, 0, 0 } }
+
+/* weft_mutex_init() sets up m of the given kind. Returns 0 or EINVAL. */
+int weft_mutex_init(weft_mutex_t *m, int kind);
+/* weft_mutex_destroy() returns 0, or EBUSY (m unchanged) if m is held or waited on. */
+int weft_mutex_destroy(weft_mutex_t *m);
+/* weft_mutex_lock() acquires m, spinning briefly then blocking. Returns 0, or
+ * EDEADLK if the caller holds a plain m, EAGAIN if recursion would overflow. */
+int weft_mutex_lock(weft_mutex_t *m);
+/* weft_mutex_trylock() acquires m if free. Returns 0 or EBUSY (EDEADLK/EAGAIN as lock). */
+int weft_mutex_trylock(weft_mutex_t *m);
+/* weft_mutex_timedlock() is weft_mutex_lock() with a deadline: ETIMEDOUT, EINVAL. */
+int weft_mutex_timedlock(weft_mutex_t *m, uint64_t deadline_ns);
+/* weft_mutex_unlock() releases m (one level of a recursive m) and wakes one
+ * waiter. Returns 0, or EPERM if the caller does not hold m. */
+int weft_mutex_unlock(weft_mutex_t *m);
+
+/* ---- condition variable -------------------------------------------------- */
+
+typedef struct weft_cond {
+    struct weft__waitq q;        /* blocked waiters */
+} weft_cond_t;
+
+#define WEFT_COND_INIT { { 0, 0, 0, 0 } }
+
+/* weft_cond_init() sets up c. Returns 0. */
+int weft_cond_init(weft_cond_t *c);
+/* weft_cond_destroy() returns 0, or EBUSY if uthreads wait on c. */
+int weft_cond_destroy(weft_cond_t *c);
+/* weft_cond_wait() atomically releases m and waits for a signal, then
+ * reacquires m (also on error). Returns 0, or EPERM if the caller does not
+ * hold m (nothing done). Spurious wake-ups do not happen but callers should
+ * loop on their predicate anyway. A recursive m must be held exactly once. */
+int weft_cond_wait(weft_cond_t *c, weft_mutex_t *m);
+/* weft_cond_timedwait() is weft_cond_wait() with a deadline: ETIMEDOUT, EINVAL. */
+int weft_cond_timedwait(weft_cond_t *c, weft_mutex_t *m, uint64_t deadline_ns);
+/* weft_cond_signal() wakes the longest waiter, if any. Returns 0. */
+int weft_cond_signal(weft_cond_t *c);
+/* weft_cond_broadcast() wakes every waiter. Returns 0. */
+int weft_cond_broadcast(weft_cond_t *c);
+
+/* ---- counting semaphore -------------------------------------------------- */
+
+#define WEFT_SEM_VALUE_MAX 0x7fffffff
+
+typedef struct weft_sem {
+    uint32_t value;              /* atomic: units available */
+    struct weft__waitq q;        /* blocked waiters; a post hands its unit to the first */
+} weft_sem_t;
+
+#define WEFT_SEM_INIT(v) { (v), { 0, 0, 0, 0 } }
+
+/* weft_sem_init() sets s to value. Returns 0, or EINVAL if value is negative
+ * or above WEFT_SEM_VALUE_MAX. */
+int weft_sem_init(weft_sem_t *s, int value);
+/* weft_sem_destroy() returns 0, or EBUSY if anyone waits on s. */
+int weft_sem_destroy(weft_sem_t *s);
+/* weft_sem_wait() takes one unit, blocking while there is none. Returns 0. */
+int weft_sem_wait(weft_sem_t *s);
+/* weft_sem_trywait() takes one unit if there is one. Returns 0 or EAGAIN. */
+int weft_sem_trywait(weft_sem_t *s);
+/* weft_sem_timedwait() is weft_sem_wait() with a deadline: ETIMEDOUT, EINVAL. */
+int weft_sem_timedwait(weft_sem_t *s, uint64_t deadline_ns);
+/* weft_sem_post() adds one unit, handing it straight to the longest waiter if
+ * any. Returns 0, or EOVERFLOW (s unchanged) at WEFT_SEM_VALUE_MAX. */
+int weft_sem_post(weft_sem_t *s);
+/* weft_sem_value() returns the units available now (never negative). */
+int weft_sem_value(weft_sem_t *s);
+
+/* ---- barrier ---------------------------------------------------------------- */
+
+#define WEFT_BARRIER_SERIAL (-1)
+
+typedef struct weft_barrier {
+    uint32_t count;              /* threads per phase; fixed at init */
+    uint32_t arrived;            /* arrived in this phase; guarded by q.lock */
+    struct weft__waitq q;        /* arrived and waiting */
+} weft_barrier_t;
+
+/* weft_barrier_init() sets up b for count threads. Returns 0, or EINVAL if
+ * count is 0. */
+int weft_barrier_init(weft_barrier_t *b, unsigned count);
+/* weft_barrier_destroy() returns 0, or EBUSY if a phase is under way. */
+int weft_barrier_destroy(weft_barrier_t *b);
+/* weft_barrier_wait() blocks until count threads have called it in this
+ * phase. Returns WEFT_BARRIER_SERIAL to exactly one of them (the last to
+ * arrive), 0 to the others. */
+int weft_barrier_wait(weft_barrier_t *b);
+
+/* ---- rwlock ----------------------------------------------------------------- */
+
+/* Phase-fair: once a writer waits, new readers queue behind it; a writer's
+ * unlock admits all queued readers before the next writer. Neither side
+ * starves. */
+typedef struct weft_rwlock {
+    uint32_t readers;            /* readers holding; guarded by rq.lock */
+    uint32_t writer;             /* 1 if a writer holds; guarded by rq.lock */
+    void *wowner;                /* writer's token; guarded by rq.lock */
+    struct weft__waitq rq;       /* queued readers; its lock guards everything */
+    struct weft__waitq wq;       /* queued writers; guarded by rq.lock (wq.lock unused) */
+} weft_rwlock_t;
+
+#define WEFT_RWLOCK_INIT { 0, 0, 0, { 0, 0, 0, 0 }, { 0, 0, 0, 0 } }
+
+/* weft_rwlock_init() sets up l. Returns 0. */
+int weft_rwlock_init(weft_rwlock_t *l);
+/* weft_rwlock_destroy() returns 0, or EBUSY if l is held or waited on. */
+int weft_rwlock_destroy(weft_rwlock_t *l);
+/* weft_rwlock_rdlock() takes l shared. Returns 0, or EDEADLK if the caller holds it for writing. */
+int weft_rwlock_rdlock(weft_rwlock_t *l);
+/* weft_rwlock_wrlock() takes l exclusive. Returns 0, or EDEADLK if the caller holds it for writing. */
+int weft_rwlock_wrlock(weft_rwlock_t *l);
+/* weft_rwlock_tryrdlock() / trywrlock(): as above without blocking; EBUSY. */
+int weft_rwlock_tryrdlock(weft_rwlock_t *l);
+int weft_rwlock_trywrlock(weft_rwlock_t *l);
+/* weft_rwlock_timedrdlock() / timedwrlock(): with a deadline; ETIMEDOUT, EINVAL. */
+int weft_rwlock_timedrdlock(weft_rwlock_t *l, uint64_t deadline_ns);
+int weft_rwlock_timedwrlock(weft_rwlock_t *l, uint64_t deadline_ns);
+/* weft_rwlock_unlock() releases the caller's hold. Returns 0, or EPERM if l
+ * is not held (or held for writing by someone else). */
+int weft_rwlock_unlock(weft_rwlock_t *l);
+
+/* ---- once ------------------------------------------------------------------ */
+
+typedef uint32_t weft_once_t;    /* atomic: 0 new, 1 running, 2 done, 3 running + waiters */
+#define WEFT_ONCE_INIT 0
+
+/* weft_once() runs fn exactly once per o; concurrent callers wait until it
+ * has returned. Returns 0, or EINVAL if fn is NULL. fn must not call
+ * weft_once() on the same o. */
+int weft_once(weft_once_t *o, void (*fn)(void));
+
+/* ---- futex ----------------------------------------------------------------- */
+
+/* weft_futex_wait() blocks while *addr == val until woken by weft_futex_wake()
+ * on addr or the deadline passes. Returns 0 (woken), EAGAIN (*addr != val on
+ * entry), ETIMEDOUT, or EINVAL (addr NULL or misaligned, bad deadline). */
+int weft_futex_wait(uint32_t *addr, uint32_t val, uint64_t deadline_ns);
+/* weft_futex_wake() wakes up to n waiters on addr, oldest first, and returns
+ * how many it woke (0 if n <= 0). */
+int weft_futex_wake(uint32_t *addr, int n);
+
+/* ---- wait group ------------------------------------------------------------ */
+
+typedef struct weft_wg {
+    uint32_t count;              /* atomic: outstanding work */
+} weft_wg_t;
+
+#define WEFT_WG_INIT { 0 }
+
+/* weft_wg_add() adds delta (may be negative) to the count, waking the waiters
+ * when it reaches 0. Returns 0, or EINVAL (count unchanged) if it would go
+ * negative or overflow. */
+int weft_wg_add(weft_wg_t *wg, int delta);
+/* weft_wg_done() is weft_wg_add(wg, -1). */
+int weft_wg_done(weft_wg_t *wg);
+/* weft_wg_wait() blocks until the count is 0. Returns 0. */
+int weft_wg_wait(weft_wg_t *wg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_SYNC_H */

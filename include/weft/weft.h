@@ -1,0 +1,135 @@
+/*
+ * weft.h — the umbrella header: runtime, uthreads, sleeping.
+ *
+ * weft runs one pinned kernel thread per core ("vcore") and multiplexes cheap
+ * user-level threads ("uthreads") on them. Every call here also works from an
+ * ordinary kernel thread that is not a uthread (main, say): there, blocking
+ * calls block the kernel thread. The runtime starts lazily on first use.
+ *
+ * Error rule: thread and synchronisation calls return 0 or a positive errno
+ * value (like pthreads) and never touch errno; errno itself is preserved per
+ * uthread across every switch.
+ *
+ * Deadlines and timeouts are nanoseconds. Deadlines are absolute on
+ * CLOCK_MONOTONIC (weft_now_ns()); WEFT_FOREVER means "no deadline". A value
+ * with the top bit set (a negative number cast to uint64_t) other than
+ * WEFT_FOREVER is rejected with EINVAL. A deadline already in the past makes a
+ * timed call try once without blocking and return ETIMEDOUT if it would block.
+ */
+#ifndef WEFT_WEFT_H
+#define WEFT_WEFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WEFT_FOREVER UINT64_MAX
+
+/* ---- runtime ------------------------------------------------------------ */
+
+/* Runtime configuration; a zero field means "default or environment".
+ * Environment overrides for zero fields: WEFT_VCORES, WEFT_STACK_SIZE,
+ * WEFT_PREEMPT_US, WEFT_SCHED. */
+struct weft_config {
+    int vcores;          /* vcores to run, 1..weft_max_vcores(); 0 = all */
+    size_t stack_size;   /* default uthread stack in bytes; 0 = 256 KiB */
+    unsigned preempt_us; /* preemption period; only 0 (cooperative) for now */
+    const char *sched;   /* scheduler name: "ws" (default), "fifo", or one
+                            registered with weft_sched_register() */
+};
+
+/* weft_init() starts the runtime with cfg (NULL = defaults and environment).
+ * Returns 0, EBUSY if already running, EINVAL for a bad field or unknown
+ * scheduler, ENOTSUP for preempt_us != 0, or EAGAIN/ENOMEM if threads or
+ * memory cannot be had. Optional: the first call that needs the runtime
+ * starts it with defaults. */
+int weft_init(const struct weft_config *cfg);
+
+/* weft_shutdown() waits until every uthread has finished (joined or not),
+ * stops the vcores and frees the runtime's memory; weft_init() may be called
+ * again afterwards. Must be called from outside any uthread: from a uthread it
+ * does nothing and says so on stderr. No-op if the runtime is not running. */
+void weft_shutdown(void);
+
+/* ---- uthreads ------------------------------------------------------------ */
+
+typedef struct weft_uthread *weft_t;
+
+/* Spawn attributes. A zero-filled weft_attr_t means all defaults. */
+typedef struct {
+    size_t stack_size;   /* 0 = runtime default; rounded up to at least 16 KiB
+                            and to whole pages; above 1 GiB is EINVAL */
+    int prio;            /* priority for schedulers that use one */
+    unsigned flags;      /* WEFT_* flags below */
+    int vcore;           /* vcore to start on, used with WEFT_ON_VCORE/WEFT_PINNED */
+    const char *name;    /* optional name (copied, at most 31 chars kept) */
+} weft_attr_t;
+
+#define WEFT_DETACHED   0x1  /* no join: resources freed at exit */
+#define WEFT_STACK_COPY 0x2  /* stack-copying uthread (later phase: ENOTSUP) */
+#define WEFT_ON_VCORE   0x4  /* start on attr.vcore; may migrate later */
+#define WEFT_PINNED     0x8  /* run only ever on attr.vcore, never stolen */
+
+/* weft_spawn() creates a uthread running fn(arg) and stores its handle in
+ * *out (out may be NULL for a detached thread). Returns 0, EINVAL (fn NULL,
+ * unknown flag, vcore out of range, absurd stack size, joinable with out
+ * NULL), ENOTSUP (WEFT_STACK_COPY), EAGAIN/ENOMEM (no memory). */
+int weft_spawn(weft_t *out, const weft_attr_t *attr, void *(*fn)(void *), void *arg);
+
+/* weft_join() waits for t to finish and stores its result in *result (if not
+ * NULL), then frees t. Returns 0, EDEADLK if t is the caller, EINVAL if t is
+ * NULL, detached, or already joined or being joined (detected while the
+ * handle's memory has not been reused, as with pthreads). */
+int weft_join(weft_t t, void **result);
+
+/* weft_detach() makes t free itself when it finishes (at once if it already
+ * has). Returns 0, or EINVAL if t is NULL, already detached or being joined. */
+int weft_detach(weft_t t);
+
+/* weft_self() returns the calling uthread, or NULL outside a uthread. */
+weft_t weft_self(void);
+
+/* weft_id() returns t's id (unique for the process's lifetime, from 1), or 0
+ * for NULL. weft_name() returns its name, or NULL if it has none. */
+uint64_t weft_id(weft_t t);
+const char *weft_name(weft_t t);
+
+/* weft_yield() lets other runnable uthreads run; the caller goes to the back
+ * of its vcore's queue. Outside a uthread it is sched_yield(). */
+void weft_yield(void);
+
+/* weft_exit() ends the calling uthread with result. Outside a uthread it
+ * calls pthread_exit(result). */
+_Noreturn void weft_exit(void *result);
+
+/* weft_sleep_ns() sleeps at least ns nanoseconds. Returns 0, or EINVAL if ns
+ * has the top bit set. weft_sleep_ns(0) yields. */
+int weft_sleep_ns(uint64_t ns);
+
+/* weft_now_ns() returns CLOCK_MONOTONIC in nanoseconds. */
+uint64_t weft_now_ns(void);
+
+/* weft_park() blocks the calling uthread until weft_unpark() is called for
+ * it. An unpark that comes first is kept (one token) and makes the next park
+ * return at once. Returns 0, or EPERM outside a uthread (nobody could unpark
+ * it). */
+int weft_park(void);
+
+/* weft_unpark() wakes t if it is parked, or leaves it a token otherwise.
+ * Returns 0, or EINVAL if t is NULL. t must not have been joined. */
+int weft_unpark(weft_t t);
+
+/* weft_setprio() records t's priority for the scheduler (the prio scheduler
+ * uses it; ws and fifo ignore it). Returns 0, or EINVAL if t is NULL. */
+int weft_setprio(weft_t t, int prio);
+
+#ifdef __cplusplus
+}
+#endif
+
+#include <weft/sync.h>
+
+#endif /* WEFT_WEFT_H */

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages weft's build, tests and benchmarks need, when missing.
+# Usage: scripts/deps.sh [core|test|bench|all]   (default: all)
+#   core  : compilers and build tools for the library
+#   test  : + clang-19 sanitizer runtimes, aarch64 cross compiler, qemu-user
+#   bench : + Boost.Fiber/Context, Python matplotlib
+# Safe to run repeatedly: it only calls apt-get when a package is absent.
+set -euo pipefail
+
+want=${1:-all}
+core=(build-essential cmake ninja-build pkg-config)
+test=(clang-19 libclang-rt-19-dev llvm-19 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
+bench=(libboost-fiber-dev libboost-context-dev python3-matplotlib golang-go)
+
+pkgs=("${core[@]}")
+case "$want" in
+  core) ;;
+  test) pkgs+=("${test[@]}") ;;
+  bench) pkgs+=("${bench[@]}") ;;
+  all) pkgs+=("${test[@]}" "${bench[@]}") ;;
+  *) echo "deps.sh: unknown set '$want' (core|test|bench|all)" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${pkgs[@]}"; do
+  # Go may come from the machine image rather than Debian: accept any go on PATH.
+  if [ "$p" = golang-go ] && command -v go >/dev/null 2>&1; then continue; fi
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps.sh: installing ${missing[*]}" >&2
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,111 @@
+/*
+ * aarch64 (AAPCS64) context switch. Saved frame of 176 bytes at the saved
+ * stack pointer: x19..x28, x29 (fp), x30 (lr), d8..d15, FPCR.
+ */
+    .text
+
+#define SAVE_FRAME \
+    sub     sp, sp, #176;            \
+    stp     x19, x20, [sp, #0];      \
+    stp     x21, x22, [sp, #16];     \
+    stp     x23, x24, [sp, #32];     \
+    stp     x25, x26, [sp, #48];     \
+    stp     x27, x28, [sp, #64];     \
+    stp     x29, x30, [sp, #80];     \
+    stp     d8,  d9,  [sp, #96];     \
+    stp     d10, d11, [sp, #112];    \
+    stp     d12, d13, [sp, #128];    \
+    stp     d14, d15, [sp, #144];    \
+    mrs     x9, fpcr;                \
+    str     x9, [sp, #160]
+
+/* void weft__ctx_save_and_call(ctx *save, void *stack_top, void (*fn)(void*), void *arg) */
+    .globl  weft__ctx_save_and_call
+    .hidden weft__ctx_save_and_call
+    .type   weft__ctx_save_and_call, %function
+    .p2align 4
+weft__ctx_save_and_call:
+    .cfi_startproc
+    SAVE_FRAME
+    mov     x9, sp
+    str     x9, [x0]
+    mov     sp, x1
+    mov     x0, x3
+    mov     x29, #0
+    mov     x30, #0
+    blr     x2
+    brk     #0
+    .cfi_endproc
+    .size   weft__ctx_save_and_call, .-weft__ctx_save_and_call
+
+/* void weft__ctx_restore(ctx *ctx) */
+    .globl  weft__ctx_restore
+    .hidden weft__ctx_restore
+    .type   weft__ctx_restore, %function
+    .p2align 4
+weft__ctx_restore:
+    .cfi_startproc
+    ldr     x9, [x0]
+    mov     sp, x9
+    ldp     x19, x20, [sp, #0]
+    ldp     x21, x22, [sp, #16]
+    ldp     x23, x24, [sp, #32]
+    ldp     x25, x26, [sp, #48]
+    ldp     x27, x28, [sp, #64]
+    ldp     x29, x30, [sp, #80]
+    ldp     d8,  d9,  [sp, #96]
+    ldp     d10, d11, [sp, #112]
+    ldp     d12, d13, [sp, #128]
+    ldp     d14, d15, [sp, #144]
+    ldr     x9, [sp, #160]
+    msr     fpcr, x9
+    add     sp, sp, #176
+    ret
+    .cfi_endproc
+    .size   weft__ctx_restore, .-weft__ctx_restore
+
+/* First code of a new context: x19 = fn, x20 = arg (see weft__ctx_make). */
+    .globl  weft__ctx_trampoline
+    .hidden weft__ctx_trampoline
+    .type   weft__ctx_trampoline, %function
+    .p2align 4
+weft__ctx_trampoline:
+    .cfi_startproc
+    .cfi_undefined x30
+    mov     x0, x20
+    blr     x19
+    brk     #0
+    .cfi_endproc
+    .size   weft__ctx_trampoline, .-weft__ctx_trampoline
+
+/* void weft__ctx_make(ctx *ctx, void *stack_top, void (*fn)(void*), void *arg) */
+    .globl  weft__ctx_make
+    .hidden weft__ctx_make
+    .type   weft__ctx_make, %function
+    .p2align 4
+weft__ctx_make:
+    .cfi_startproc
+    and     x1, x1, #~15
+    sub     x1, x1, #176
+    mov     x9, #0
+    mov     x10, #0
+    stp     x2, x3,  [x1, #0]     /* x19 = fn, x20 = arg */
+    stp     x9, x10, [x1, #16]
+    stp     x9, x10, [x1, #32]
+    stp     x9, x10, [x1, #48]
+    stp     x9, x10, [x1, #64]
+    adrp    x11, weft__ctx_trampoline
+    add     x11, x11, :lo12:weft__ctx_trampoline
+    stp     x9, x11, [x1, #80]    /* x29 = 0, x30 = trampoline */
+    stp     x9, x10, [x1, #96]
+    stp     x9, x10, [x1, #112]
+    stp     x9, x10, [x1, #128]
+    stp     x9, x10, [x1, #144]
+    mrs     x9, fpcr               /* inherit the caller's FP control */
+    str     x9, [x1, #160]
+    str     x1, [x0]
+    ret
+    .cfi_endproc
+    .size   weft__ctx_make, .-weft__ctx_make
+
+    .section .note.GNU-stack,"",@progbits

@@ -1,0 +1,33 @@
+/*
+ * arch/ctx.h — the machine-dependent context switch (arch/<cpu>/ctx.S).
+ *
+ * A saved context is one stack pointer: the callee-saved registers of the ABI
+ * and the FP control words (x86-64: MXCSR and the x87 control word; aarch64:
+ * FPCR) live on the saved stack itself. There is no ucontext and no signal
+ * mask syscall.
+ */
+#ifndef WEFT_ARCH_CTX_H
+#define WEFT_ARCH_CTX_H
+
+#include <stddef.h>
+
+struct weft__ctx {
+    void *sp;               /* saved stack pointer; valid while switched out */
+};
+
+/* weft__ctx_save_and_call() saves the caller's context in *save, switches to
+ * the stack whose top is stack_top (16-byte aligned) and calls fn(arg) there;
+ * fn must not return. The caller resumes, as if this call returned, when
+ * someone weft__ctx_restore()s *save. */
+void weft__ctx_save_and_call(struct weft__ctx *save, void *stack_top,
+                             void (*fn)(void *), void *arg);
+
+/* weft__ctx_restore() resumes the context saved in *ctx. */
+_Noreturn void weft__ctx_restore(struct weft__ctx *ctx);
+
+/* weft__ctx_make() prepares a fresh context on the stack whose top is
+ * stack_top so that weft__ctx_restore() starts fn(arg) there with the FP
+ * control state of the caller; fn must not return. */
+void weft__ctx_make(struct weft__ctx *ctx, void *stack_top, void (*fn)(void *), void *arg);
+
+#endif

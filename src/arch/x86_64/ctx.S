@@ -1,0 +1,95 @@
+/*
+ * x86-64 System V context switch. Saved on the switched-out stack, from high
+ * to low addresses: the return address, rbp, rbx, r12, r13, r14, r15, then
+ * one 8-byte slot holding MXCSR (low 4 bytes) and the x87 control word.
+ * The saved stack pointer points at that slot.
+ */
+    .text
+
+/* void weft__ctx_save_and_call(ctx *save, void *stack_top, void (*fn)(void*), void *arg) */
+    .globl  weft__ctx_save_and_call
+    .hidden weft__ctx_save_and_call
+    .type   weft__ctx_save_and_call, @function
+    .p2align 4
+weft__ctx_save_and_call:
+    .cfi_startproc
+    pushq   %rbp
+    pushq   %rbx
+    pushq   %r12
+    pushq   %r13
+    pushq   %r14
+    pushq   %r15
+    subq    $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw  4(%rsp)
+    movq    %rsp, (%rdi)
+    movq    %rsi, %rsp          /* new stack: 16-byte aligned before the call */
+    movq    %rcx, %rdi
+    xorl    %ebp, %ebp          /* end the frame chain for debuggers */
+    callq   *%rdx
+    ud2
+    .cfi_endproc
+    .size   weft__ctx_save_and_call, .-weft__ctx_save_and_call
+
+/* void weft__ctx_restore(ctx *ctx) */
+    .globl  weft__ctx_restore
+    .hidden weft__ctx_restore
+    .type   weft__ctx_restore, @function
+    .p2align 4
+weft__ctx_restore:
+    .cfi_startproc
+    movq    (%rdi), %rsp
+    ldmxcsr (%rsp)
+    fldcw   4(%rsp)
+    addq    $8, %rsp
+    popq    %r15
+    popq    %r14
+    popq    %r13
+    popq    %r12
+    popq    %rbx
+    popq    %rbp
+    ret
+    .cfi_endproc
+    .size   weft__ctx_restore, .-weft__ctx_restore
+
+/* First code of a new context: r12 = fn, r13 = arg (see weft__ctx_make). */
+    .globl  weft__ctx_trampoline
+    .hidden weft__ctx_trampoline
+    .type   weft__ctx_trampoline, @function
+    .p2align 4
+weft__ctx_trampoline:
+    .cfi_startproc
+    .cfi_undefined rip
+    movq    %r13, %rdi
+    andq    $-16, %rsp
+    callq   *%r12
+    ud2
+    .cfi_endproc
+    .size   weft__ctx_trampoline, .-weft__ctx_trampoline
+
+/* void weft__ctx_make(ctx *ctx, void *stack_top, void (*fn)(void*), void *arg) */
+    .globl  weft__ctx_make
+    .hidden weft__ctx_make
+    .type   weft__ctx_make, @function
+    .p2align 4
+weft__ctx_make:
+    .cfi_startproc
+    andq    $-16, %rsi
+    movq    $0, -8(%rsi)                        /* fake return address of the trampoline */
+    leaq    weft__ctx_trampoline(%rip), %rax
+    movq    %rax, -16(%rsi)                     /* "return address" popped by ret */
+    movq    $0, -24(%rsi)                       /* rbp */
+    movq    $0, -32(%rsi)                       /* rbx */
+    movq    %rdx, -40(%rsi)                     /* r12 = fn */
+    movq    %rcx, -48(%rsi)                     /* r13 = arg */
+    movq    $0, -56(%rsi)                       /* r14 */
+    movq    $0, -64(%rsi)                       /* r15 */
+    stmxcsr -72(%rsi)                           /* inherit the caller's FP control */
+    fnstcw  -68(%rsi)
+    leaq    -72(%rsi), %rax
+    movq    %rax, (%rdi)
+    ret
+    .cfi_endproc
+    .size   weft__ctx_make, .-weft__ctx_make
+
+    .section .note.GNU-stack,"",@progbits

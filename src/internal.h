@@ -1,0 +1,245 @@
+/*
+ * internal.h — the runtime's private types: uthreads, vcores, the runtime
+ * singleton, waiters and timers. Nothing here is visible to applications or
+ * to schedulers (they see <weft/sched.h> only).
+ */
+#ifndef WEFT_INTERNAL_H
+#define WEFT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <weft/sched.h>
+#include <weft/weft.h>
+
+#include "arch/ctx.h"
+#include "san.h"
+#include "spin.h"
+
+#define WEFT__CACHELINE 64
+#define WEFT__LIKELY(x)   __builtin_expect(!!(x), 1)
+#define WEFT__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define WEFT__CONTAINER(p, type, field) ((type *)(void *)((char *)(p) - offsetof(type, field)))
+#define WEFT__NOINLINE __attribute__((noinline))
+
+/* weft__panic() prints "weft: <message>" and aborts: impossible states only. */
+_Noreturn void weft__panic(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- uthreads ---------------------------------------------------------- */
+
+enum weft__ustate {
+    WEFT__RUNNING = 1,  /* on a vcore */
+    WEFT__RUNNABLE,     /* owned by the scheduler */
+    WEFT__BLOCKED,      /* owned by whoever will make it runnable */
+    WEFT__DONE,         /* finished, not yet joined; stack not in use */
+    WEFT__FREE,         /* joined or detached and finished: in a stack cache */
+};
+
+/* Join flags, guarded by jlock. */
+#define WEFT__J_DETACHED 0x1
+#define WEFT__J_JOINING  0x2
+
+/* Park states of weft_park()/weft_unpark(). */
+enum { WEFT__PARK_NONE = 0, WEFT__PARK_TOKEN = 1, WEFT__PARK_PARKED = 2 };
+
+/* A uthread lives at the top of its own stack mapping (see stack.c). */
+struct weft_uthread {
+    struct weft_sched_link link;     /* MUST be first: <weft/sched.h> */
+    struct weft__ctx ctx;            /* saved context; valid unless RUNNING */
+    _Atomic int state;               /* enum weft__ustate; transitions documented in uthread.c */
+    int err;                         /* errno while switched out; owner only */
+    uint64_t id;                     /* fixed at spawn */
+    void *(*fn)(void *);             /* fixed at spawn */
+    void *arg;                       /* fixed at spawn */
+    void *result;                    /* written at exit, read by the joiner after DONE */
+    uint32_t jlock;                  /* spinlock: guards jflags, joiner, DONE transition */
+    unsigned jflags;                 /* WEFT__J_*; guarded by jlock */
+    struct weft__waiter *joiner;     /* guarded by jlock */
+    _Atomic int park;                /* WEFT__PARK_*; lock-free */
+    /* stack: fixed while the uthread exists; see stack.c */
+    char *map;                       /* start of the mapping (guard page, if any) */
+    size_t map_size;                 /* whole mapping */
+    char *stack_lo;                  /* lowest usable stack byte */
+    size_t stack_size;               /* usable stack below this struct */
+    size_t asked_size;               /* the stack size the application asked for (rounded) */
+    bool guarded;                    /* PROT_NONE page below stack_lo; else canary */
+    struct weft_uthread *cache_next; /* stack cache link; owned by the cache */
+    struct weft__san san;            /* sanitizer state; switch paths only */
+    char name[32];                   /* fixed at spawn; "" = none */
+};
+
+/* ---- vcores -------------------------------------------------------------- */
+
+enum weft__idle { WEFT__BUSY = 0, WEFT__SPINNING, WEFT__PARKING };
+
+struct weft__vcore {
+    int id;                          /* fixed */
+    int cpu;                         /* fixed: the CPU it is pinned to */
+    /* owned by this vcore only */
+    struct weft_uthread *current;    /* uthread running here, NULL in vcore context */
+    void (*cb)(struct weft_uthread *, void *); /* pending weft_uthread_yield callback */
+    void *cb_arg;
+    int idle;                        /* enum weft__idle */
+    uint64_t spin_until;             /* end of the current spin, ns */
+    uint32_t rand;                   /* weft_sched_rand() state */
+    char *stack_lo;                  /* vcore-context stack */
+    size_t stack_size;
+    char *stack_top;
+    struct weft__ctx thread_ctx;     /* the kernel thread's own stack, for exit */
+    const void *thread_stack_lo;     /* ASan: the kernel thread's stack bounds */
+    size_t thread_stack_size;
+    struct weft__san san;            /* vcore context's sanitizer state */
+    void *altstack;                  /* SIGSEGV alternate stack */
+    struct weft_uthread *cache;      /* stack cache (default-size shells) */
+    int ncache;
+    uint64_t nswitch;                /* uthreads run here (statistics) */
+    pthread_t thread;                /* fixed after start */
+    /* park protocol, see vcore.c */
+    _Alignas(WEFT__CACHELINE) uint32_t park_word; /* futex: 1 = wake up; set by kickers */
+    _Atomic bool parked;             /* on the idle list; written under rt.idle_lock */
+    struct weft__vcore *idle_next;   /* guarded by rt.idle_lock */
+} __attribute__((aligned(WEFT__CACHELINE)));
+
+/* ---- the runtime ------------------------------------------------------------- */
+
+enum { WEFT__OFF = 0, WEFT__RUNNING_RT = 2, WEFT__STOPPING = 3 };
+
+struct weft__runtime {
+    _Atomic int state;               /* WEFT__OFF / RUNNING_RT / STOPPING; written under init lock */
+    int nvcores;                     /* fixed while running */
+    int maxvcores;                   /* CPUs in the affinity mask; fixed */
+    struct weft__vcore *vcores;      /* fixed while running */
+    const struct weft_sched_ops *ops;/* fixed while running */
+    size_t stack_size;               /* default stack size; fixed while running */
+    _Alignas(WEFT__CACHELINE) _Atomic int nspinning; /* vcores spinning for work */
+    _Atomic int nparked;             /* vcores on the idle list */
+    uint32_t idle_lock;              /* spinlock: idle list, vcore->parked */
+    struct weft__vcore *idle;        /* parked vcores, LIFO */
+    _Atomic int timer_sleeper;       /* vcore sleeping with the timer deadline, or -1 */
+    _Atomic uint64_t timer_sleep_until; /* the deadline it sleeps for */
+    _Alignas(WEFT__CACHELINE) uint32_t live; /* atomic: uthreads not yet finished; futex for shutdown */
+    _Atomic uint64_t next_id;        /* uthread ids */
+    _Atomic unsigned spawn_rr;       /* round robin for spawns from outside */
+};
+
+extern struct weft__runtime weft__rt;
+
+/* weft__vc() returns the calling kernel thread's vcore, or NULL. Never
+ * inlined and never cached by the compiler: a uthread may resume on another
+ * vcore after any switch (invariant 2). */
+struct weft__vcore *weft__vc(void);
+
+/* weft__ensure_running() starts the runtime with defaults if it is off.
+ * Returns 0 or weft_init()'s error. */
+int weft__ensure_running(void);
+
+/* weft__spin_ns: how long an idle vcore spins before it parks. */
+extern uint64_t weft__spin_ns;
+
+/* weft__vcore_loop(): vcore context's scheduling loop (vcore.c). */
+_Noreturn void weft__vcore_loop(struct weft__vcore *vc);
+
+/* weft__shutdown_waiting(on): weft_shutdown() waits for rt.live to reach 0. */
+void weft__shutdown_waiting(bool on);
+
+/* weft__vcore_entry(vc): the top of vcore context (the function every switch
+ * to vcore context calls on the vcore stack). */
+void weft__vcore_entry(void *vc);
+
+/* weft__vcore_busy(): the vcore is about to run a uthread (leaves idle state). */
+void weft__vcore_busy(struct weft__vcore *vc);
+
+/* weft__vcore_wake_for_timer(deadline): a timer due at deadline was added. */
+void weft__vcore_wake_for_timer(uint64_t deadline);
+
+/* ---- stacks (stack.c) -------------------------------------------------------- */
+
+int weft__stack_init(void);
+void weft__stack_fini(void);
+int weft__stack_vcore_init(struct weft__vcore *vc);
+void weft__stack_vcore_fini(struct weft__vcore *vc);
+/* weft__uthread_alloc() returns a zeroed shell with a stack of size bytes
+ * (already rounded), or NULL (ENOMEM). */
+struct weft_uthread *weft__uthread_alloc(size_t size);
+/* weft__uthread_free() returns t's memory to a cache or to the kernel. */
+void weft__uthread_free(struct weft_uthread *t);
+/* weft__stack_check() aborts with the overflow message if t's canary is gone. */
+void weft__stack_check(struct weft_uthread *t);
+size_t weft__stack_round(size_t size);
+extern size_t weft__page_size;
+
+/* ---- waiting (sync/wait.c) ------------------------------------------------- */
+
+#define WEFT__WAITING (-1)
+
+/* A blocked uthread or kernel thread, queued on a weft__waitq. Lives on the
+ * waiter's stack for the duration of the wait. */
+struct weft__waiter {
+    struct weft__waiter *next, *prev; /* guarded by the queue's lock */
+    struct weft_uthread *ut;          /* the uthread, or NULL for a kernel thread */
+    uint32_t word;                    /* atomic futex word of a kernel thread: 1 = woken */
+    int status;                       /* WEFT__WAITING, then 0 or an errno; guarded by the lock */
+    uintptr_t data;                   /* the primitive's own (futex address, rwlock side) */
+};
+
+void weft__waiter_init(struct weft__waiter *w);
+void weft__waitq_push(struct weft__waitq *q, struct weft__waiter *w);
+void weft__waitq_remove(struct weft__waitq *q, struct weft__waiter *w);
+/* weft__waitq_pop() unlinks the oldest waiter (status set to 0) or returns NULL. */
+struct weft__waiter *weft__waitq_pop(struct weft__waitq *q);
+
+/* weft__waitq_take_all() unlinks every waiter (status 0) and returns them
+ * as a list linked by next, for weft__waiter_wake_list(). */
+struct weft__waiter *weft__waitq_take_all(struct weft__waitq *q);
+
+/* weft__wait() blocks the caller, already queued as w on q, until a waker
+ * sets w->status and calls weft__waiter_wake(w), or until deadline (then w is
+ * unlinked and ETIMEDOUT returned). The caller holds *lock (the lock that
+ * guards q); weft__wait releases it. q may be NULL without a deadline.
+ * Returns w->status. Uthread or kernel thread. */
+int weft__wait(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *w,
+               uint64_t deadline_ns, int why);
+
+/* weft__waiter_wake() wakes a waiter unlinked by a waker; call it after
+ * releasing the queue lock. w must not be touched afterwards. */
+void weft__waiter_wake(struct weft__waiter *w);
+/* weft__waiter_wake_list() wakes a NULL-terminated list linked by next. */
+void weft__waiter_wake_list(struct weft__waiter *w);
+
+/* weft__deadline_check() validates a deadline: 0 fine, EINVAL if absurd. */
+static inline int weft__deadline_check(uint64_t d)
+{
+    return (d >> 63) && d != WEFT_FOREVER ? 22 /* EINVAL */ : 0;
+}
+
+/* weft__self_token() identifies the caller for lock ownership: its uthread,
+ * or a per-kernel-thread address. */
+void *weft__self_token(void);
+
+/* ---- timers (alarm.c) ------------------------------------------------------- */
+
+enum { WEFT__T_IDLE = 0, WEFT__T_ARMED, WEFT__T_FIRING };
+
+/* A one-shot timer whose callback runs in vcore context. */
+struct weft__timer {
+    uint64_t deadline;               /* fixed while armed */
+    void (*fn)(struct weft__timer *);/* fixed while armed */
+    int idx;                         /* heap index; guarded by the heap lock */
+    _Atomic int state;               /* WEFT__T_*; IDLE again once fn has returned */
+};
+
+/* weft__timer_start() arms t (t->deadline and t->fn set by the caller). */
+void weft__timer_start(struct weft__timer *t);
+/* weft__timer_cancel() disarms t: true if it had not fired; otherwise waits
+ * until its callback has returned and gives false. Always call it before t's
+ * memory goes away. */
+bool weft__timer_cancel(struct weft__timer *t);
+/* weft__timers_next() is the earliest deadline, or UINT64_MAX. Lock-free. */
+uint64_t weft__timers_next(void);
+/* weft__timers_run() runs every callback due at now. Vcore context. */
+void weft__timers_run(uint64_t now);
+
+#endif

@@ -1,0 +1,119 @@
+/*
+ * san.h — telling ASan, TSan and Valgrind about stack switches.
+ *
+ * Every switch between stacks goes through weft__san_switch() right before
+ * the assembly switch and weft__san_arrive() right after it, on the new
+ * stack. In a plain build these compile to nothing.
+ *
+ * ASan: __sanitizer_start_switch_fiber(save, bottom, size) names the stack we
+ * go to; save is NULL when the stack we leave is never resumed (an exiting
+ * uthread, or vcore context, which always restarts at the top of its stack).
+ * __sanitizer_finish_switch_fiber() completes it on the new stack.
+ * TSan: every uthread is a TSan fiber; vcore context is the vcore kernel
+ * thread's own fiber. __tsan_switch_to_fiber() with flags 0 synchronises the
+ * two sides, which is what a switch means: everything before it happens
+ * before everything after it.
+ */
+#ifndef WEFT_SAN_H
+#define WEFT_SAN_H
+
+#include <stddef.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define WEFT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WEFT_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define WEFT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WEFT_TSAN 1
+#endif
+#endif
+
+#ifdef WEFT_ASAN
+void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
+void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old, size_t *size_old);
+#endif
+#ifdef WEFT_TSAN
+void *__tsan_get_current_fiber(void);
+void *__tsan_create_fiber(unsigned flags);
+void __tsan_destroy_fiber(void *fiber);
+void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+#endif
+#ifdef WEFT_VALGRIND
+#include <valgrind/valgrind.h>
+#endif
+
+/* What a stack needs for the sanitizers; embedded in uthreads and vcores. */
+struct weft__san {
+    void *asan_fake;        /* ASan fake stack of this context while switched out */
+    void *tsan_fiber;       /* TSan fiber of this context */
+    unsigned vg_id;         /* Valgrind stack id */
+};
+
+/* weft__san_switch() announces a switch to the stack [lo, lo+size) owned by
+ * to; from is the context we leave, NULL if it will never resume. */
+static inline void weft__san_switch(struct weft__san *from, struct weft__san *to,
+                                    const void *lo, size_t size)
+{
+#ifdef WEFT_ASAN
+    __sanitizer_start_switch_fiber(from ? &from->asan_fake : NULL, lo, size);
+#endif
+#ifdef WEFT_TSAN
+    __tsan_switch_to_fiber(to->tsan_fiber, 0);
+#endif
+    (void)from; (void)to; (void)lo; (void)size;
+}
+
+/* weft__san_arrive() completes a switch on the new stack; self is the context
+ * we arrived in (NULL: a fresh start). The stack we came from is stored in
+ * *old_lo / *old_size when those are not NULL (ASan builds only). */
+static inline void weft__san_arrive(struct weft__san *self, const void **old_lo, size_t *old_size)
+{
+#ifdef WEFT_ASAN
+    __sanitizer_finish_switch_fiber(self ? self->asan_fake : NULL, old_lo, old_size);
+#endif
+    (void)self; (void)old_lo; (void)old_size;
+}
+
+/* weft__san_stack_new() / _free(): a stack [lo, lo+size) for a new context. */
+static inline void weft__san_stack_new(struct weft__san *s, void *lo, size_t size)
+{
+    s->asan_fake = NULL;
+#ifdef WEFT_TSAN
+    s->tsan_fiber = __tsan_create_fiber(0);
+#endif
+#ifdef WEFT_VALGRIND
+    s->vg_id = VALGRIND_STACK_REGISTER(lo, (char *)lo + size);
+#endif
+    (void)s; (void)lo; (void)size;
+}
+
+static inline void weft__san_stack_free(struct weft__san *s)
+{
+#ifdef WEFT_TSAN
+    if (s->tsan_fiber)
+        __tsan_destroy_fiber(s->tsan_fiber);
+    s->tsan_fiber = NULL;
+#endif
+#ifdef WEFT_VALGRIND
+    VALGRIND_STACK_DEREGISTER(s->vg_id);
+#endif
+    (void)s;
+}
+
+/* weft__san_thread() records the calling kernel thread's own context. */
+static inline void weft__san_thread(struct weft__san *s)
+{
+    s->asan_fake = NULL;
+#ifdef WEFT_TSAN
+    s->tsan_fiber = __tsan_get_current_fiber();
+#endif
+    (void)s;
+}
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * fifo.c — the simplest scheduler: one global FIFO queue for every vcore.
+ *
+ * It proves the scheduler API is pluggable (WEFT_SCHED=fifo) and serves as a
+ * baseline for ws. WEFT_PINNED uthreads are honoured: a vcore skips uthreads
+ * pinned to another vcore.
+ */
+#include <weft/sched.h>
+
+static struct {
+    weft_spinlock_t lock;            /* head, tail */
+    struct weft_uthread *head, *tail;/* linked by weft_uthread_link()->next */
+} q;
+
+static void push(struct weft_uthread *t)
+{
+    weft_uthread_link(t)->next = NULL;
+    weft_spin_lock(&q.lock);
+    if (q.tail)
+        weft_uthread_link(q.tail)->next = t;
+    else
+        __atomic_store_n(&q.head, t, __ATOMIC_RELAXED); /* read unlocked in sched_entry */
+    q.tail = t;
+    weft_spin_unlock(&q.lock);
+}
+
+static void sched_entry_fifo(void)
+{
+    int me = weft_vcore_id();
+    struct weft_uthread *prev = NULL, *t;
+    if (!__atomic_load_n(&q.head, __ATOMIC_RELAXED))
+        return;
+    weft_spin_lock(&q.lock);
+    for (t = q.head; t; prev = t, t = weft_uthread_link(t)->next) {
+        struct weft_sched_link *l = weft_uthread_link(t);
+        if (!(l->flags & WEFT_PINNED) || l->vcore == me)
+            break;
+    }
+    if (t) {
+        struct weft_uthread *next = weft_uthread_link(t)->next;
+        if (prev)
+            weft_uthread_link(prev)->next = next;
+        else
+            __atomic_store_n(&q.head, next, __ATOMIC_RELAXED);
+        if (q.tail == t)
+            q.tail = prev;
+    }
+    weft_spin_unlock(&q.lock);
+    if (t)
+        weft_run_uthread(t);
+}
+
+static void thread_runnable_fifo(struct weft_uthread *t)
+{
+    push(t);
+    struct weft_sched_link *l = weft_uthread_link(t);
+    if (l->flags & WEFT_PINNED)
+        weft_vcore_wake(l->vcore);
+    else
+        weft_vcore_kick(-1);
+}
+
+static void thread_paused_fifo(struct weft_uthread *t)
+{
+    push(t);
+}
+
+const struct weft_sched_ops weft__sched_fifo = {
+    .name = "fifo",
+    .sched_entry = sched_entry_fifo,
+    .thread_runnable = thread_runnable_fifo,
+    .thread_paused = thread_paused_fifo,
+};

@@ -1,0 +1,196 @@
+/*
+ * ws.c — the default scheduler: per-vcore FIFO run queues with work stealing.
+ *
+ * Written only against <weft/sched.h>, like an application's scheduler.
+ *  - A uthread made runnable goes to the queue of the vcore it last ran on
+ *    (or the one asked for at spawn, or the spawner's, or round robin from
+ *    outside), at the back.
+ *  - A yielding uthread goes to the back of its own vcore's queue.
+ *  - A vcore runs the front of its queue; when it is empty it picks two
+ *    other vcores at random and steals the older half of the longer queue
+ *    (WEFT_PINNED uthreads are never stolen).
+ * Each queue is a singly linked list under its own spinlock; len is read
+ * without the lock to choose victims and to skip empty queues.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include <weft/sched.h>
+
+struct rq {
+    weft_spinlock_t lock;            /* head, tail, len */
+    _Atomic unsigned len;            /* written under lock, read anywhere */
+    struct weft_uthread *head, *tail;/* linked by weft_uthread_link()->next */
+} __attribute__((aligned(64)));
+
+static struct rq *rqs;               /* one per vcore; fixed between init and fini */
+static int nrq;
+static _Atomic unsigned rr;          /* round robin for runnables from outside */
+
+static void push_locked(struct rq *q, struct weft_uthread *t)
+{
+    weft_uthread_link(t)->next = NULL;
+    if (q->tail)
+        weft_uthread_link(q->tail)->next = t;
+    else
+        q->head = t;
+    q->tail = t;
+    atomic_store_explicit(&q->len, atomic_load_explicit(&q->len, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+static struct weft_uthread *pop(struct rq *q)
+{
+    if (!atomic_load_explicit(&q->len, memory_order_relaxed))
+        return NULL;
+    weft_spin_lock(&q->lock);
+    struct weft_uthread *t = q->head;
+    if (t) {
+        q->head = weft_uthread_link(t)->next;
+        if (!q->head)
+            q->tail = NULL;
+        atomic_store_explicit(&q->len, atomic_load_explicit(&q->len, memory_order_relaxed) - 1,
+                              memory_order_relaxed);
+    }
+    weft_spin_unlock(&q->lock);
+    return t;
+}
+
+/* steal_half() moves about half of v's stealable uthreads from its front to
+ * a private list; returns the first, links the rest in *rest. */
+static struct weft_uthread *steal_half(struct rq *v, struct weft_uthread **rest, unsigned *nrest)
+{
+    struct weft_uthread *first = NULL, *tail = NULL;
+    unsigned got = 0;
+    weft_spin_lock(&v->lock);
+    unsigned want = (atomic_load_explicit(&v->len, memory_order_relaxed) + 1) / 2;
+    struct weft_uthread *prev = NULL, *t = v->head;
+    while (t && got < want) {
+        struct weft_uthread *next = weft_uthread_link(t)->next;
+        if (weft_uthread_link(t)->flags & WEFT_PINNED) {
+            prev = t;
+        } else {
+            if (prev)
+                weft_uthread_link(prev)->next = next;
+            else
+                v->head = next;
+            if (v->tail == t)
+                v->tail = prev;
+            weft_uthread_link(t)->next = NULL;
+            if (tail)
+                weft_uthread_link(tail)->next = t;
+            else
+                first = t;
+            tail = t;
+            got++;
+        }
+        t = next;
+    }
+    atomic_store_explicit(&v->len, atomic_load_explicit(&v->len, memory_order_relaxed) - got,
+                          memory_order_relaxed);
+    weft_spin_unlock(&v->lock);
+    *rest = first ? weft_uthread_link(first)->next : NULL;
+    *nrest = got ? got - 1 : 0;
+    return first;
+}
+
+static struct weft_uthread *steal(int me)
+{
+    if (nrq < 2)
+        return NULL;
+    int a = (int)(weft_sched_rand() % (unsigned)(nrq - 1));
+    int b = (int)(weft_sched_rand() % (unsigned)(nrq - 1));
+    a += a >= me;
+    b += b >= me;
+    unsigned la = atomic_load_explicit(&rqs[a].len, memory_order_relaxed);
+    unsigned lb = atomic_load_explicit(&rqs[b].len, memory_order_relaxed);
+    struct rq *v = &rqs[lb > la ? b : a];
+    if (!(lb > la ? lb : la))
+        return NULL;
+    struct weft_uthread *rest, *first = steal_half(v, &rest, &(unsigned){ 0 });
+    if (rest) {
+        struct rq *q = &rqs[me];
+        weft_spin_lock(&q->lock);
+        while (rest) {
+            struct weft_uthread *next = weft_uthread_link(rest)->next;
+            push_locked(q, rest);
+            rest = next;
+        }
+        weft_spin_unlock(&q->lock);
+    }
+    return first;
+}
+
+static void sched_entry_ws(void)
+{
+    int me = weft_vcore_id();
+    struct weft_uthread *t = pop(&rqs[me]);
+    if (!t)
+        t = steal(me);
+    if (t)
+        weft_run_uthread(t);
+}
+
+static int home_of(struct weft_uthread *t)
+{
+    int v = weft_uthread_link(t)->vcore;
+    if (v >= 0 && v < nrq)
+        return v;
+    v = weft_vcore_id();
+    if (v >= 0)
+        return v;
+    return (int)(atomic_fetch_add_explicit(&rr, 1, memory_order_relaxed) % (unsigned)nrq);
+}
+
+static void thread_runnable_ws(struct weft_uthread *t)
+{
+    int v = home_of(t);
+    struct rq *q = &rqs[v];
+    weft_spin_lock(&q->lock);
+    push_locked(q, t);
+    weft_spin_unlock(&q->lock);
+    if (weft_uthread_link(t)->flags & WEFT_PINNED)
+        weft_vcore_wake(v); /* nobody else may run it */
+    else
+        weft_vcore_kick(v);
+}
+
+static void thread_paused_ws(struct weft_uthread *t)
+{
+    int v = home_of(t);
+    struct rq *q = &rqs[v];
+    weft_spin_lock(&q->lock);
+    push_locked(q, t);
+    weft_spin_unlock(&q->lock);
+}
+
+static int init_ws(int nvcores)
+{
+    rqs = aligned_alloc(64, sizeof *rqs * (size_t)nvcores);
+    if (!rqs)
+        return ENOMEM;
+    for (int i = 0; i < nvcores; i++) {
+        rqs[i].lock = (weft_spinlock_t)WEFT_SPINLOCK_INIT;
+        atomic_init(&rqs[i].len, 0);
+        rqs[i].head = rqs[i].tail = NULL;
+    }
+    nrq = nvcores;
+    return 0;
+}
+
+static void fini_ws(void)
+{
+    free(rqs);
+    rqs = NULL;
+    nrq = 0;
+}
+
+const struct weft_sched_ops weft__sched_ws = {
+    .name = "ws",
+    .init = init_ws,
+    .fini = fini_ws,
+    .sched_entry = sched_entry_ws,
+    .thread_runnable = thread_runnable_ws,
+    .thread_paused = thread_paused_ws,
+};

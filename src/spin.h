@@ -1,0 +1,58 @@
+/*
+ * spin.h — the runtime's short-hold spinlock and futex system-call wrappers.
+ *
+ * A weft spinlock guards a few pointer updates (a wait queue, a run queue);
+ * nothing blocks while holding one. Waiting for one spins with PAUSE, then
+ * falls back to sched_yield() so a lock whose holder's kernel thread was
+ * descheduled does not burn the core forever (invariant 5: spin, then park).
+ */
+#ifndef WEFT_SPIN_H
+#define WEFT_SPIN_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define WEFT__AT(p) ((_Atomic uint32_t *)(void *)(p))
+
+static inline void weft__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield" ::: "memory");
+#endif
+}
+
+void weft__spin_lock_slow(uint32_t *l);
+
+/* weft__spin_lock() takes *l (0 free, 1 held). */
+static inline void weft__spin_lock(uint32_t *l)
+{
+    if (__builtin_expect(!atomic_exchange_explicit(WEFT__AT(l), 1, memory_order_acquire), 1))
+        return;
+    weft__spin_lock_slow(l);
+}
+
+/* weft__spin_trylock() takes *l if free; returns whether it did. */
+static inline bool weft__spin_trylock(uint32_t *l)
+{
+    return atomic_load_explicit(WEFT__AT(l), memory_order_relaxed) == 0 &&
+           !atomic_exchange_explicit(WEFT__AT(l), 1, memory_order_acquire);
+}
+
+/* weft__spin_unlock() releases *l. */
+static inline void weft__spin_unlock(uint32_t *l)
+{
+    atomic_store_explicit(WEFT__AT(l), 0, memory_order_release);
+}
+
+/* weft__futex_wait() sleeps while *addr == val, until woken or until the
+ * absolute CLOCK_MONOTONIC deadline (UINT64_MAX: none). Returns 0 (woken or
+ * spurious), EAGAIN (*addr != val), ETIMEDOUT or EINTR. Kernel thread only. */
+int weft__futex_wait(uint32_t *addr, uint32_t val, uint64_t deadline_ns);
+
+/* weft__futex_wake() wakes up to n kernel threads sleeping on addr. */
+void weft__futex_wake(uint32_t *addr, int n);
+
+#endif

@@ -1,0 +1,314 @@
+/*
+ * stack.c — uthread stacks: mapping, guard pages, canaries, the caches, and
+ * the overflow report.
+ *
+ * A stack is one anonymous mapping, committed lazily by the kernel:
+ *
+ *     map                stack_lo                               top of mapping
+ *     | guard (PROT_NONE) | usable stack ...  grows down <- | struct weft_uthread |
+ *
+ * The uthread struct lives at the top, so a spawn costs one mapping (or none,
+ * from a cache) and touches one or two pages. A guarded stack costs the
+ * kernel two VMAs; vm.max_map_count bounds them (65530 by default). weft
+ * keeps guarded stacks to half of that budget (or WEFT_MAX_GUARDED_STACKS);
+ * past it, it says so once and maps stacks without a guard page, with a
+ * canary at the bottom that is checked at every switch out of the uthread.
+ *
+ * Freed uthreads of the default stack size go to the vcore's cache (LIFO,
+ * warm), then to a global cache, then back to the kernel. A cached shell keeps
+ * state FREE until reused, which is how a second weft_join() is caught.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define VCORE_CACHE_MAX  64
+#define GLOBAL_CACHE_MAX 1024
+#define CANARY_WORDS     8
+#define CANARY           0x5741524e46544557ull /* "WEFTNRAW" */
+#if defined(WEFT_ASAN) || defined(WEFT_TSAN)
+#define MIN_STACK (64 * 1024)   /* instrumented frames are several times larger */
+#else
+#define MIN_STACK (16 * 1024)
+#endif
+
+size_t weft__page_size = 4096;
+
+static struct {
+    uint32_t lock;                 /* spinlock: list, n */
+    struct weft_uthread *list;
+    int n;
+} global_cache;
+
+static long guard_budget;          /* guarded stacks allowed; fixed after init */
+static _Atomic long guarded_live;  /* guarded stacks mapped (cached ones too) */
+static _Atomic bool budget_warned;
+static struct sigaction old_segv;
+static bool segv_installed;
+
+size_t weft__stack_round(size_t size)
+{
+    if (size < MIN_STACK)
+        size = MIN_STACK;
+    return (size + weft__page_size - 1) & ~(weft__page_size - 1);
+}
+
+/* ---- overflow reporting (async-signal-safe) ---------------------------------- */
+
+static char *fmt_u(char *p, unsigned long long v)
+{
+    char tmp[24];
+    int n = 0;
+    do
+        tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10));
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+static char *fmt_s(char *p, const char *s)
+{
+    while (*s)
+        *p++ = *s++;
+    return p;
+}
+
+static _Noreturn void overflow_report(struct weft_uthread *t, const char *how)
+{
+    char buf[160], *p = buf;
+    p = fmt_s(p, "weft: uthread ");
+    p = fmt_u(p, t->id);
+    p = fmt_s(p, " (");
+    p = fmt_s(p, t->name[0] ? t->name : "unnamed");
+    p = fmt_s(p, ") overflowed its ");
+    p = fmt_u(p, t->asked_size / 1024);
+    p = fmt_s(p, " KiB stack");
+    p = fmt_s(p, how);
+    *p++ = '\n';
+    if (write(2, buf, (size_t)(p - buf)) < 0) {
+        /* nothing else to try */
+    }
+    signal(SIGABRT, SIG_DFL);
+    abort();
+}
+
+static void segv_handler(int sig, siginfo_t *si, void *uc)
+{
+    struct weft__vcore *vc = weft__vc();
+    char *addr = si->si_addr;
+    if (vc) {
+        struct weft_uthread *t = vc->current;
+        if (t && t->guarded && addr >= t->map && addr < t->stack_lo)
+            overflow_report(t, "");
+        if (!t && addr >= vc->stack_lo - weft__page_size && addr < vc->stack_lo) {
+            static const char msg[] = "weft: vcore context overflowed its stack\n";
+            if (write(2, msg, sizeof msg - 1) < 0) {
+            }
+            signal(SIGABRT, SIG_DFL);
+            abort();
+        }
+    }
+    /* Not ours: hand it to whoever had SIGSEGV before. */
+    if (old_segv.sa_flags & SA_SIGINFO) {
+        old_segv.sa_sigaction(sig, si, uc);
+    } else if (old_segv.sa_handler != SIG_DFL && old_segv.sa_handler != SIG_IGN) {
+        old_segv.sa_handler(sig);
+    } else {
+        signal(SIGSEGV, SIG_DFL); /* re-executing the access kills us as usual */
+    }
+}
+
+void weft__stack_check(struct weft_uthread *t)
+{
+    const uint64_t *c = (const uint64_t *)(void *)t->stack_lo;
+    for (int i = 0; i < CANARY_WORDS; i++)
+        if (c[i] != CANARY)
+            overflow_report(t, " (canary overwritten; memory below it may be corrupt)");
+}
+
+/* ---- setup ---------------------------------------------------------------------- */
+
+static long read_max_map_count(void)
+{
+    long v = 65530;
+    FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+    if (f) {
+        if (fscanf(f, "%ld", &v) != 1)
+            v = 65530;
+        fclose(f);
+    }
+    return v;
+}
+
+int weft__stack_init(void)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    if (ps > 0)
+        weft__page_size = (size_t)ps;
+    const char *env = getenv("WEFT_MAX_GUARDED_STACKS");
+    char *end;
+    long v = env && *env ? strtol(env, &end, 10) : -1;
+    if (env && *env && (*end || v < 0)) {
+        fprintf(stderr, "weft: ignoring WEFT_MAX_GUARDED_STACKS=%s\n", env);
+        v = -1;
+    }
+    guard_budget = v >= 0 ? v : read_max_map_count() / 4; /* 2 VMAs each, half the budget */
+    atomic_store(&budget_warned, false);
+    if (!segv_installed) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = segv_handler;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGSEGV, &sa, &old_segv) == 0)
+            segv_installed = true;
+    }
+    return 0;
+}
+
+static void unmap(struct weft_uthread *t)
+{
+    bool guarded = t->guarded;
+    if (munmap(t->map, t->map_size) == 0 && guarded)
+        atomic_fetch_sub(&guarded_live, 1);
+}
+
+static void unmap_list(struct weft_uthread *t)
+{
+    while (t) {
+        struct weft_uthread *next = t->cache_next;
+        unmap(t);
+        t = next;
+    }
+}
+
+void weft__stack_fini(void)
+{
+    weft__spin_lock(&global_cache.lock);
+    struct weft_uthread *l = global_cache.list;
+    global_cache.list = NULL;
+    global_cache.n = 0;
+    weft__spin_unlock(&global_cache.lock);
+    unmap_list(l);
+}
+
+int weft__stack_vcore_init(struct weft__vcore *vc)
+{
+    vc->cache = NULL;
+    vc->ncache = 0;
+    return 0;
+}
+
+void weft__stack_vcore_fini(struct weft__vcore *vc)
+{
+    unmap_list(vc->cache);
+    vc->cache = NULL;
+    vc->ncache = 0;
+}
+
+/* ---- allocation ------------------------------------------------------------------ */
+
+static bool take_guard(void)
+{
+    if (atomic_fetch_add(&guarded_live, 1) < guard_budget)
+        return true;
+    atomic_fetch_sub(&guarded_live, 1);
+    if (!atomic_exchange(&budget_warned, true))
+        fprintf(stderr,
+                "weft: %ld guarded uthread stacks reached weft's share of vm.max_map_count; "
+                "new stacks get no guard page and are checked with a canary at every switch\n",
+                guard_budget);
+    return false;
+}
+
+static struct weft_uthread *map_new(size_t size)
+{
+    bool guarded = take_guard();
+    size_t map_size = size + (guarded ? weft__page_size : 0);
+    char *m = mmap(NULL, map_size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (m == MAP_FAILED) {
+        if (guarded)
+            atomic_fetch_sub(&guarded_live, 1);
+        return NULL;
+    }
+    if (guarded && mprotect(m, weft__page_size, PROT_NONE) != 0) {
+        atomic_fetch_sub(&guarded_live, 1); /* out of mappings: live without the guard */
+        guarded = false;
+    }
+    char *lo = m + (guarded ? weft__page_size : 0);
+    size_t hdr = (sizeof(struct weft_uthread) + WEFT__CACHELINE - 1) & ~(size_t)(WEFT__CACHELINE - 1);
+    struct weft_uthread *t = (struct weft_uthread *)(void *)(m + map_size - hdr);
+    memset(t, 0, sizeof *t);
+    t->map = m;
+    t->map_size = map_size;
+    t->stack_lo = lo;
+    t->stack_size = (size_t)((char *)t - lo);
+    t->asked_size = size;
+    t->guarded = guarded;
+    if (!guarded) {
+        uint64_t *c = (uint64_t *)(void *)lo;
+        for (int i = 0; i < CANARY_WORDS; i++)
+            c[i] = CANARY;
+    }
+    return t;
+}
+
+struct weft_uthread *weft__uthread_alloc(size_t size)
+{
+    struct weft_uthread *t = NULL;
+    if (size == weft__rt.stack_size) {
+        struct weft__vcore *vc = weft__vc();
+        if (vc && vc->cache) {
+            t = vc->cache;
+            vc->cache = t->cache_next;
+            vc->ncache--;
+        } else {
+            weft__spin_lock(&global_cache.lock);
+            t = global_cache.list;
+            if (t) {
+                global_cache.list = t->cache_next;
+                global_cache.n--;
+            }
+            weft__spin_unlock(&global_cache.lock);
+        }
+    }
+    if (!t)
+        return map_new(size);
+    t->cache_next = NULL;
+    return t;
+}
+
+void weft__uthread_free(struct weft_uthread *t)
+{
+    atomic_store_explicit(&t->state, WEFT__FREE, memory_order_relaxed);
+    bool running = atomic_load_explicit(&weft__rt.state, memory_order_relaxed) == WEFT__RUNNING_RT;
+    if (running && t->asked_size == weft__rt.stack_size) {
+        struct weft__vcore *vc = weft__vc();
+        if (vc && vc->ncache < VCORE_CACHE_MAX) {
+            t->cache_next = vc->cache;
+            vc->cache = t;
+            vc->ncache++;
+            return;
+        }
+        weft__spin_lock(&global_cache.lock);
+        bool kept = global_cache.n < GLOBAL_CACHE_MAX;
+        if (kept) {
+            t->cache_next = global_cache.list;
+            global_cache.list = t;
+            global_cache.n++;
+        }
+        weft__spin_unlock(&global_cache.lock);
+        if (kept)
+            return;
+    }
+    unmap(t);
+}

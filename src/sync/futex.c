@@ -1,0 +1,68 @@
+/*
+ * futex.c — weft_futex_wait/wake on any 32-bit word, for uthreads and kernel
+ * threads alike: a hashed table of wait queues keyed by address. The value
+ * check happens under the bucket lock that wake takes too, so a wake that
+ * follows a change of the word cannot miss a waiter that saw the old value.
+ */
+#include <errno.h>
+#include <limits.h>
+
+#include "internal.h"
+
+#define NBUCKETS 256
+
+static struct bucket {
+    struct weft__waitq q;   /* waiters of every address hashing here */
+} __attribute__((aligned(WEFT__CACHELINE))) buckets[NBUCKETS];
+
+static struct bucket *bucket_of(const uint32_t *addr)
+{
+    uintptr_t a = (uintptr_t)addr;
+    a ^= a >> 17;
+    a *= 0x9e3779b97f4a7c15ull;
+    return &buckets[(a >> 32) % NBUCKETS];
+}
+
+int weft_futex_wait(uint32_t *addr, uint32_t val, uint64_t deadline_ns)
+{
+    if (!addr || ((uintptr_t)addr & 3) || weft__deadline_check(deadline_ns))
+        return EINVAL;
+    struct bucket *b = bucket_of(addr);
+    weft__spin_lock(&b->q.lock);
+    if (atomic_load_explicit(WEFT__AT(addr), memory_order_acquire) != val) {
+        weft__spin_unlock(&b->q.lock);
+        return EAGAIN;
+    }
+    if (deadline_ns != WEFT_FOREVER && weft_now_ns() >= deadline_ns) {
+        weft__spin_unlock(&b->q.lock);
+        return ETIMEDOUT;
+    }
+    struct weft__waiter w;
+    weft__waiter_init(&w);
+    w.data = (uintptr_t)addr;
+    weft__waitq_push(&b->q, &w);
+    return weft__wait(&b->q.lock, &b->q, &w, deadline_ns, WEFT_BLOCK_SYNC);
+}
+
+int weft_futex_wake(uint32_t *addr, int n)
+{
+    if (n <= 0 || !addr)
+        return 0;
+    struct bucket *b = bucket_of(addr);
+    struct weft__waiter *wake = NULL, **tail = &wake;
+    int woken = 0;
+    weft__spin_lock(&b->q.lock);
+    for (struct weft__waiter *w = b->q.head, *next; w && woken < n; w = next) {
+        next = w->next;
+        if (w->data != (uintptr_t)addr)
+            continue;
+        weft__waitq_remove(&b->q, w);
+        w->status = 0;
+        *tail = w;
+        tail = &w->next;
+        woken++;
+    }
+    weft__spin_unlock(&b->q.lock);
+    weft__waiter_wake_list(wake);
+    return woken;
+}

@@ -1,0 +1,167 @@
+/*
+ * wait.c — the one way anything in weft blocks: a waiter on a wait queue.
+ *
+ * A blocking primitive takes its queue's spinlock, decides it must wait,
+ * queues a struct weft__waiter (on its own stack) and calls weft__wait():
+ *  - a uthread yields to vcore context; the callback there arms the deadline
+ *    timer and only then releases the lock, so no waker can see the uthread
+ *    before its context is saved (the parlib pattern; no lost wake-up);
+ *  - an outside kernel thread releases the lock and sleeps on the futex word
+ *    in its waiter.
+ * A waker takes the lock, unlinks waiters and sets their status, releases the
+ * lock and only then calls weft__waiter_wake() on each: a uthread is handed
+ * to the scheduler, a kernel thread's word is set and futex-woken. A timeout
+ * unlinks the waiter under the same lock, so exactly one of "woken" and
+ * "timed out" happens.
+ */
+#include <errno.h>
+
+#include "internal.h"
+
+void weft__waiter_init(struct weft__waiter *w)
+{
+    w->next = w->prev = NULL;
+    w->ut = NULL;
+    w->word = 0;
+    w->status = WEFT__WAITING;
+    w->data = 0;
+}
+
+void weft__waitq_push(struct weft__waitq *q, struct weft__waiter *w)
+{
+    w->next = NULL;
+    w->prev = q->tail;
+    if (q->tail)
+        q->tail->next = w;
+    else
+        q->head = w;
+    q->tail = w;
+    q->n++;
+}
+
+void weft__waitq_remove(struct weft__waitq *q, struct weft__waiter *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        q->head = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        q->tail = w->prev;
+    w->next = w->prev = NULL;
+    q->n--;
+}
+
+struct weft__waiter *weft__waitq_pop(struct weft__waitq *q)
+{
+    struct weft__waiter *w = q->head;
+    if (w) {
+        weft__waitq_remove(q, w);
+        w->status = 0;
+    }
+    return w;
+}
+
+struct weft__waiter *weft__waitq_take_all(struct weft__waitq *q)
+{
+    struct weft__waiter *head = q->head;
+    for (struct weft__waiter *w = head; w; w = w->next)
+        w->status = 0;
+    q->head = q->tail = NULL;
+    q->n = 0;
+    return head; /* still linked by next, ends in NULL */
+}
+
+/* What a blocking uthread hands to its yield callback. */
+struct block {
+    struct weft__timer tm;
+    uint32_t *lock;
+    struct weft__waitq *q;
+    struct weft__waiter *w;
+    int why;
+};
+
+static void block_timeout(struct weft__timer *tm)
+{
+    struct block *b = WEFT__CONTAINER(tm, struct block, tm);
+    struct weft__waiter *w = b->w;
+    weft__spin_lock(b->lock);
+    bool ours = w->status == WEFT__WAITING;
+    if (ours) {
+        weft__waitq_remove(b->q, w);
+        w->status = ETIMEDOUT;
+    }
+    weft__spin_unlock(b->lock);
+    if (ours)
+        weft__waiter_wake(w);
+}
+
+static void block_cb(struct weft_uthread *ut, void *arg)
+{
+    struct block *b = arg;
+    weft_uthread_blocked(ut, b->why);
+    if (b->tm.deadline != WEFT_FOREVER)
+        weft__timer_start(&b->tm); /* under the queue lock: it cannot fire early */
+    weft__spin_unlock(b->lock);
+}
+
+static int wait_kernel_thread(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *w,
+                              uint64_t deadline)
+{
+    weft__spin_unlock(lock);
+    while (atomic_load_explicit(WEFT__AT(&w->word), memory_order_acquire) == 0) {
+        if (weft__futex_wait(&w->word, 0, deadline) != ETIMEDOUT)
+            continue;
+        weft__spin_lock(lock);
+        bool ours = w->status == WEFT__WAITING;
+        if (ours) {
+            weft__waitq_remove(q, w);
+            w->status = ETIMEDOUT;
+        }
+        weft__spin_unlock(lock);
+        if (ours)
+            return ETIMEDOUT;
+        deadline = WEFT_FOREVER; /* a waker has us: wait for its word */
+    }
+    return w->status;
+}
+
+int weft__wait(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *w,
+               uint64_t deadline_ns, int why)
+{
+    struct weft_uthread *ut = weft_self();
+    w->ut = ut;
+    if (!ut)
+        return wait_kernel_thread(lock, q, w, deadline_ns);
+    struct block b = {
+        .tm = { .deadline = deadline_ns, .fn = block_timeout },
+        .lock = lock, .q = q, .w = w, .why = why,
+    };
+    weft_uthread_yield(block_cb, &b);
+    if (deadline_ns != WEFT_FOREVER)
+        weft__timer_cancel(&b.tm); /* waits out a timeout that lost the race */
+    return w->status;
+}
+
+void weft__waiter_wake(struct weft__waiter *w)
+{
+    struct weft_uthread *ut = w->ut;
+    if (ut) {
+        weft_uthread_runnable(ut);
+        return;
+    }
+    /* The waiter may return as soon as it sees the word: touch nothing after. */
+    uint32_t *word = &w->word;
+    atomic_store_explicit(WEFT__AT(word), 1, memory_order_release);
+    weft__futex_wake(word, 1); /* a stale address only risks a spurious wake-up */
+}
+
+void weft__waiter_wake_list(struct weft__waiter *w)
+{
+    while (w) {
+        struct weft__waiter *next = w->next; /* read before w can vanish */
+        weft__waiter_wake(w);
+        w = next;
+    }
+}

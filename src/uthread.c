@@ -1,0 +1,397 @@
+/*
+ * uthread.c — uthreads: spawn, join, detach, exit, yield, park, sleep, and
+ * the two switch paths between a uthread and vcore context.
+ *
+ * State machine (struct weft_uthread.state):
+ *   spawn:            BLOCKED  (a fresh thread is "blocked" until made runnable)
+ *   runnable():       BLOCKED  -> RUNNABLE   (CAS; anything else aborts)
+ *   run_uthread():    RUNNABLE -> RUNNING    (CAS; anything else aborts)
+ *   yield to vcore:   RUNNING  -> BLOCKED    (in vcore_entry, before the callback)
+ *   weft_yield():     BLOCKED  -> RUNNABLE   (its callback, then thread_paused)
+ *   exit:             RUNNING  -> DONE       (under jlock, in vcore context)
+ *   join / detach:    DONE     -> FREE       (memory back to a stack cache)
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+static __thread char tls_token; /* identity of an outside kernel thread */
+
+/* errno lives in the kernel thread's TLS; these re-resolve it after every
+ * switch (glibc's __errno_location is "const": the compiler may cache it). */
+static WEFT__NOINLINE int errno_get(void)
+{
+    int e = errno;
+    __asm__ volatile("" ::: "memory");
+    return e;
+}
+
+static WEFT__NOINLINE void errno_set(int e)
+{
+    __asm__ volatile("" ::: "memory");
+    errno = e;
+}
+
+static struct weft_uthread *current(void)
+{
+    struct weft__vcore *vc = weft__vc();
+    return vc ? vc->current : NULL;
+}
+
+weft_t weft_self(void)
+{
+    return current();
+}
+
+void *weft__self_token(void)
+{
+    struct weft_uthread *ut = current();
+    return ut ? (void *)ut : (void *)&tls_token;
+}
+
+/* ---- switching ------------------------------------------------------------ */
+
+/* switch_out() saves ut and enters vcore context, which runs vc->cb; returns
+ * when ut runs again (maybe on another vcore: vc is stale afterwards). */
+static void switch_out(struct weft__vcore *vc, struct weft_uthread *ut)
+{
+    ut->err = errno_get();
+    weft__san_switch(&ut->san, &vc->san, vc->stack_lo, vc->stack_size);
+    weft__ctx_save_and_call(&ut->ctx, vc->stack_top, weft__vcore_entry, vc);
+    weft__san_arrive(&ut->san, NULL, NULL);
+    errno_set(ut->err);
+}
+
+void weft_uthread_yield(void (*cb)(struct weft_uthread *, void *), void *arg)
+{
+    struct weft__vcore *vc = weft__vc();
+    struct weft_uthread *ut = vc ? vc->current : NULL;
+    if (!ut)
+        weft__panic("weft_uthread_yield() called outside a uthread");
+    vc->cb = cb;
+    vc->cb_arg = arg;
+    switch_out(vc, ut);
+}
+
+_Noreturn void weft_run_uthread(struct weft_uthread *t)
+{
+    struct weft__vcore *vc = weft__vc();
+    if (!vc || vc->current)
+        weft__panic("weft_run_uthread() called outside vcore context");
+    weft__vcore_busy(vc);
+    int exp = WEFT__RUNNABLE;
+    if (!atomic_compare_exchange_strong_explicit(&t->state, &exp, WEFT__RUNNING,
+                                                 memory_order_acquire, memory_order_relaxed))
+        weft__panic("uthread %llu run while in state %d (invariant 1: only a dequeued "
+                    "runnable uthread may run)", (unsigned long long)t->id, exp);
+    if ((t->link.flags & WEFT_PINNED) && t->link.vcore != vc->id)
+        weft__panic("uthread %llu pinned to vcore %d run on vcore %d",
+                    (unsigned long long)t->id, t->link.vcore, vc->id);
+    t->link.vcore = vc->id;
+    vc->current = t;
+    vc->nswitch++;
+    weft__san_switch(NULL, &t->san, t->stack_lo, t->stack_size);
+    weft__ctx_restore(&t->ctx);
+}
+
+void weft_uthread_runnable(struct weft_uthread *t)
+{
+    int exp = WEFT__BLOCKED;
+    if (!atomic_compare_exchange_strong_explicit(&t->state, &exp, WEFT__RUNNABLE,
+                                                 memory_order_acq_rel, memory_order_relaxed))
+        weft__panic("uthread %llu made runnable while in state %d (invariant 1: a uthread "
+                    "is on at most one run queue)", (unsigned long long)t->id, exp);
+    weft__rt.ops->thread_runnable(t);
+}
+
+void weft_uthread_blocked(struct weft_uthread *t, int why)
+{
+    if (weft__rt.ops->thread_has_blocked)
+        weft__rt.ops->thread_has_blocked(t, why);
+}
+
+/* ---- life and death ------------------------------------------------------- */
+
+static _Atomic int shutdown_waiting; /* set while weft_shutdown waits for live == 0 */
+
+static void live_dec(void)
+{
+    if (atomic_fetch_sub(WEFT__AT(&weft__rt.live), 1) == 1 && atomic_load(&shutdown_waiting))
+        weft__futex_wake(&weft__rt.live, INT_MAX);
+}
+
+void weft__shutdown_waiting(bool on)
+{
+    atomic_store(&shutdown_waiting, on);
+}
+
+static void exit_cb(struct weft_uthread *ut, void *arg)
+{
+    (void)arg;
+    weft__san_stack_free(&ut->san);
+    weft__spin_lock(&ut->jlock);
+    atomic_store_explicit(&ut->state, WEFT__DONE, memory_order_relaxed);
+    struct weft__waiter *w = ut->joiner;
+    if (w)
+        w->status = 0;
+    bool detached = ut->jflags & WEFT__J_DETACHED;
+    weft__spin_unlock(&ut->jlock);
+    if (detached)
+        weft__uthread_free(ut);
+    else if (w)
+        weft__waiter_wake(w);
+    live_dec();
+}
+
+static _Noreturn void uthread_finish(struct weft_uthread *ut, void *result)
+{
+    ut->result = result;
+    struct weft__vcore *vc = weft__vc();
+    struct weft__ctx gone;
+    vc->cb = exit_cb;
+    vc->cb_arg = NULL;
+    weft__san_switch(NULL, &vc->san, vc->stack_lo, vc->stack_size);
+    weft__ctx_save_and_call(&gone, vc->stack_top, weft__vcore_entry, vc);
+    __builtin_unreachable();
+}
+
+static void uthread_start(void *arg)
+{
+    struct weft_uthread *ut = arg;
+    weft__san_arrive(NULL, NULL, NULL);
+    errno_set(0);
+    uthread_finish(ut, ut->fn(ut->arg));
+}
+
+#define KNOWN_FLAGS (WEFT_DETACHED | WEFT_STACK_COPY | WEFT_ON_VCORE | WEFT_PINNED)
+
+int weft_spawn(weft_t *out, const weft_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    weft_attr_t a = { 0 };
+    if (attr)
+        a = *attr;
+    if (!fn || (a.flags & ~KNOWN_FLAGS) || a.stack_size > ((size_t)1 << 30) ||
+        (!out && !(a.flags & WEFT_DETACHED)))
+        return EINVAL;
+    if (a.flags & WEFT_STACK_COPY)
+        return ENOTSUP;
+    int r = weft__ensure_running();
+    if (r)
+        return r;
+    bool placed = a.flags & (WEFT_ON_VCORE | WEFT_PINNED);
+    if (placed && (a.vcore < 0 || a.vcore >= weft__rt.nvcores))
+        return EINVAL;
+
+    size_t size = a.stack_size ? weft__stack_round(a.stack_size) : weft__rt.stack_size;
+    struct weft_uthread *t = weft__uthread_alloc(size);
+    if (!t)
+        return EAGAIN;
+    t->link.next = NULL;
+    t->link.data = NULL;
+    t->link.prio = a.prio;
+    t->link.vcore = placed ? a.vcore : -1;
+    t->link.flags = a.flags;
+    t->link.sched_flags = 0;
+    t->id = atomic_fetch_add_explicit(&weft__rt.next_id, 1, memory_order_relaxed) + 1;
+    t->fn = fn;
+    t->arg = arg;
+    t->result = NULL;
+    t->jlock = 0;
+    t->jflags = (a.flags & WEFT_DETACHED) ? WEFT__J_DETACHED : 0;
+    t->joiner = NULL;
+    t->err = 0;
+    atomic_store_explicit(&t->park, WEFT__PARK_NONE, memory_order_relaxed);
+    t->name[0] = 0;
+    if (a.name) {
+        strncpy(t->name, a.name, sizeof t->name - 1);
+        t->name[sizeof t->name - 1] = 0;
+    }
+    weft__san_stack_new(&t->san, t->stack_lo, t->stack_size);
+    weft__ctx_make(&t->ctx, t->stack_lo + t->stack_size, uthread_start, t);
+    atomic_store_explicit(&t->state, WEFT__BLOCKED, memory_order_relaxed);
+    atomic_fetch_add(WEFT__AT(&weft__rt.live), 1);
+    if (out)
+        *out = t; /* before it can run: it may read the handle, or finish */
+    weft_uthread_runnable(t);
+    return 0;
+}
+
+int weft_join(weft_t t, void **result)
+{
+    if (!t)
+        return EINVAL;
+    if (t == current())
+        return EDEADLK;
+    weft__spin_lock(&t->jlock);
+    int st = atomic_load_explicit(&t->state, memory_order_relaxed);
+    if (st == WEFT__FREE || (t->jflags & (WEFT__J_DETACHED | WEFT__J_JOINING))) {
+        weft__spin_unlock(&t->jlock);
+        return EINVAL;
+    }
+    t->jflags |= WEFT__J_JOINING;
+    if (st != WEFT__DONE) {
+        struct weft__waiter w;
+        weft__waiter_init(&w);
+        t->joiner = &w;
+        weft__wait(&t->jlock, NULL, &w, WEFT_FOREVER, WEFT_BLOCK_JOIN);
+    } else {
+        weft__spin_unlock(&t->jlock);
+    }
+    /* DONE, and the exit path released jlock: t is ours alone now. */
+    if (result)
+        *result = t->result;
+    weft__uthread_free(t);
+    return 0;
+}
+
+int weft_detach(weft_t t)
+{
+    if (!t)
+        return EINVAL;
+    weft__spin_lock(&t->jlock);
+    int st = atomic_load_explicit(&t->state, memory_order_relaxed);
+    if (st == WEFT__FREE || (t->jflags & (WEFT__J_DETACHED | WEFT__J_JOINING))) {
+        weft__spin_unlock(&t->jlock);
+        return EINVAL;
+    }
+    t->jflags |= WEFT__J_DETACHED;
+    weft__spin_unlock(&t->jlock);
+    if (st == WEFT__DONE)
+        weft__uthread_free(t);
+    return 0;
+}
+
+_Noreturn void weft_exit(void *result)
+{
+    struct weft_uthread *ut = current();
+    if (!ut)
+        pthread_exit(result);
+    uthread_finish(ut, result);
+}
+
+uint64_t weft_id(weft_t t)
+{
+    return t ? t->id : 0;
+}
+
+const char *weft_name(weft_t t)
+{
+    return t && t->name[0] ? t->name : NULL;
+}
+
+int weft_setprio(weft_t t, int prio)
+{
+    if (!t)
+        return EINVAL;
+    t->link.prio = prio;
+    return 0;
+}
+
+/* ---- yield, park, sleep -------------------------------------------------------- */
+
+static void yield_cb(struct weft_uthread *ut, void *arg)
+{
+    (void)arg;
+    atomic_store_explicit(&ut->state, WEFT__RUNNABLE, memory_order_relaxed);
+    weft__rt.ops->thread_paused(ut);
+}
+
+void weft_yield(void)
+{
+    struct weft__vcore *vc = weft__vc();
+    struct weft_uthread *ut = vc ? vc->current : NULL;
+    if (!ut) {
+        sched_yield();
+        return;
+    }
+    vc->cb = yield_cb;
+    vc->cb_arg = NULL;
+    switch_out(vc, ut);
+}
+
+static void park_cb(struct weft_uthread *ut, void *arg)
+{
+    (void)arg;
+    weft_uthread_blocked(ut, WEFT_BLOCK_PARK);
+    int exp = WEFT__PARK_NONE;
+    if (atomic_compare_exchange_strong(&ut->park, &exp, WEFT__PARK_PARKED))
+        return; /* weft_unpark() makes it runnable */
+    /* A token arrived while we were switching out: consume it, run again. */
+    atomic_store(&ut->park, WEFT__PARK_NONE);
+    weft_uthread_runnable(ut);
+}
+
+int weft_park(void)
+{
+    struct weft_uthread *ut = current();
+    if (!ut)
+        return EPERM;
+    if (atomic_exchange(&ut->park, WEFT__PARK_NONE) == WEFT__PARK_TOKEN)
+        return 0;
+    weft_uthread_yield(park_cb, NULL);
+    return 0;
+}
+
+int weft_unpark(weft_t t)
+{
+    if (!t)
+        return EINVAL;
+    int s = atomic_load(&t->park);
+    for (;;) {
+        if (s == WEFT__PARK_TOKEN)
+            return 0;
+        int next = s == WEFT__PARK_PARKED ? WEFT__PARK_NONE : WEFT__PARK_TOKEN;
+        if (atomic_compare_exchange_weak(&t->park, &s, next))
+            break;
+    }
+    if (s == WEFT__PARK_PARKED)
+        weft_uthread_runnable(t);
+    return 0;
+}
+
+struct sleeper {
+    struct weft__timer tm;
+    struct weft_uthread *ut;
+};
+
+static void sleep_fire(struct weft__timer *tm)
+{
+    weft_uthread_runnable(WEFT__CONTAINER(tm, struct sleeper, tm)->ut);
+}
+
+static void sleep_cb(struct weft_uthread *ut, void *arg)
+{
+    struct sleeper *s = arg;
+    s->ut = ut;
+    weft_uthread_blocked(ut, WEFT_BLOCK_SLEEP);
+    weft__timer_start(&s->tm);
+}
+
+int weft_sleep_ns(uint64_t ns)
+{
+    if (ns >> 63)
+        return EINVAL;
+    struct weft_uthread *ut = current();
+    if (!ut) {
+        uint64_t deadline = weft_now_ns() + ns;
+        struct timespec ts = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            ;
+        return 0;
+    }
+    if (ns == 0) {
+        weft_yield();
+        return 0;
+    }
+    struct sleeper s = { .tm = { .deadline = weft_now_ns() + ns, .fn = sleep_fire } };
+    weft_uthread_yield(sleep_cb, &s);
+    weft__timer_cancel(&s.tm); /* waits until sleep_fire has returned */
+    return 0;
+}

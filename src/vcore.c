@@ -1,0 +1,729 @@
+/*
+ * vcore.c — the scheduler core: vcores, vcore context, idling and waking.
+ *
+ * Vocabulary
+ * ----------
+ * vcore          a kernel thread pinned to one CPU of the process's affinity
+ *                mask, created by weft_init(). The kernel sees only these.
+ * uthread        a user-level thread: a saved context, a stack, a state.
+ * vcore context  what a vcore runs between uthreads: this file's loop, the
+ *                scheduler's ops, weft_uthread_yield() callbacks, timer
+ *                callbacks. It runs on the vcore's own small stack, always
+ *                entered at the top (nothing is restored), and is never
+ *                interrupted by weft. It never runs application code.
+ * scheduler      a const struct weft_sched_ops (src/sched/): it owns runnable
+ *                uthreads and picks the next one in sched_entry().
+ *
+ * How a uthread stops running
+ * ---------------------------
+ * Every switch goes through vcore context. weft_uthread_yield(cb, arg) saves
+ * the uthread's registers on its own stack, jumps to the top of the vcore
+ * stack and calls cb(uthread, arg) there. Only from that moment may another
+ * vcore touch the uthread, so a blocking primitive can queue itself while
+ * holding its queue's spinlock and let cb release the lock: a waker cannot
+ * see the uthread before its context is saved, and no "about to sleep" flag
+ * is needed to avoid lost wake-ups. After cb, vcore context asks the
+ * scheduler for the next uthread (sched_entry), which calls
+ * weft_run_uthread(), which restores it. Rejected: switching uthread to
+ * uthread directly (saves one stack switch, but then the next uthread would
+ * run before the previous one is safely queued, and every primitive would
+ * need the flag dance); ucontext (a signal-mask syscall per switch).
+ *
+ * Idle vcores: spinning and parking
+ * ---------------------------------
+ * A vcore with nothing to run first *spins*: it keeps calling sched_entry
+ * (which steals) for weft__spin_ns, then *parks* on its futex park_word. Two
+ * counters keep wake-ups cheap and exact:
+ *   rt.nspinning  vcores spinning, plus vcores woken and not yet running;
+ *   rt.nparked    vcores on the idle list.
+ * The protocol (Go's, in runtime/proc.go, adapted):
+ *   1. Whoever makes work runnable queues it, then calls weft_vcore_kick().
+ *      kick: after a full fence, if nparked == 0 or nspinning != 0, return:
+ *      a spinner will find the work. Otherwise CAS nspinning 0 -> 1 (only one
+ *      kicker wins), take one vcore off the idle list (the hinted one if it
+ *      is parked) and wake it; it counts as the spinner the kicker created.
+ *   2. A spinning vcore that finds work leaves the spinning count; if it was
+ *      the last spinner it kicks again, so a burst of work fans out to
+ *      parked vcores one at a time instead of all at once (no thundering
+ *      herd) and never stays behind on one busy vcore.
+ *   3. A spinner that gives up puts itself on the idle list (nparked++),
+ *      then leaves the spinning count (a locked RMW, a full fence), then
+ *      calls sched_entry once more. Against step 1 this is Dekker's pattern:
+ *      either the kicker sees nspinning == 0 with us parked and wakes us, or
+ *      our re-check sees its work. If the re-check finds work we take
+ *      ourselves off the idle list (or, if a kicker already did, we accept
+ *      being its spinner), so no wake-up is lost and none is counted twice.
+ *   4. Work only one vcore may run (a WEFT_PINNED uthread) uses
+ *      weft_vcore_wake(id), which wakes that vcore even if others spin.
+ * One parked vcore at a time sleeps with a timeout: the nearest timer
+ * deadline (rt.timer_sleeper). A new timer due earlier wakes it, or wakes a
+ * parked vcore to take the job if nobody has it. Busy vcores run due timers
+ * at every scheduling decision. (The I/O poller will take this role.)
+ *
+ * Invariants relied on here (numbered as in the design brief)
+ * 1. A uthread is on at most one queue, and touched by another vcore only
+ *    after its context is saved: weft_uthread_runnable() aborts otherwise.
+ * 2. Per-vcore state is read through weft__vc(), never a cached TLS address.
+ * 4. Vcore context blocks in the kernel only in vcore_park().
+ * 5. Spinning is bounded: weft__spin_ns, then park.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+struct weft__runtime weft__rt = { .timer_sleeper = -1 };
+uint64_t weft__spin_ns = 50000;
+
+static __thread struct weft__vcore *tls_vc;
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- small services ------------------------------------------------------- */
+
+WEFT__NOINLINE struct weft__vcore *weft__vc(void)
+{
+    struct weft__vcore *vc = tls_vc;
+    __asm__ volatile("" : "+r"(vc)); /* not pure: never CSE'd across a switch */
+    return vc;
+}
+
+_Noreturn void weft__panic(const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    if (n > (int)sizeof buf - 2)
+        n = (int)sizeof buf - 2;
+    buf[n++] = '\n';
+    if (write(2, "weft: ", 6) < 0 || write(2, buf, (size_t)n) < 0) {
+        /* nothing more we can do */
+    }
+    abort();
+}
+
+void weft__spin_lock_slow(uint32_t *l)
+{
+    for (unsigned i = 0;; i++) {
+        if (atomic_load_explicit(WEFT__AT(l), memory_order_relaxed) == 0 &&
+            !atomic_exchange_explicit(WEFT__AT(l), 1, memory_order_acquire))
+            return;
+        if (i < 1000)
+            weft__cpu_relax();
+        else
+            sched_yield(); /* the holder's kernel thread may be descheduled */
+    }
+}
+
+void weft_spin_lock_slow(weft_spinlock_t *l)
+{
+    weft__spin_lock_slow(&l->v);
+}
+
+int weft__futex_wait(uint32_t *addr, uint32_t val, uint64_t deadline_ns)
+{
+    struct timespec ts, *tp = NULL;
+    if (deadline_ns != UINT64_MAX) {
+        ts.tv_sec = (time_t)(deadline_ns / 1000000000u);
+        ts.tv_nsec = (long)(deadline_ns % 1000000000u);
+        tp = &ts;
+    }
+    /* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline. */
+    long r = syscall(SYS_futex, addr, FUTEX_WAIT_BITSET_PRIVATE, val, tp, NULL,
+                     FUTEX_BITSET_MATCH_ANY);
+    if (r == 0)
+        return 0;
+    return errno == ETIMEDOUT || errno == EAGAIN || errno == EINTR ? errno : 0;
+}
+
+void weft__futex_wake(uint32_t *addr, int n)
+{
+    syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+uint64_t weft_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int weft_vcore_id(void)
+{
+    struct weft__vcore *vc = weft__vc();
+    return vc ? vc->id : -1;
+}
+
+int weft_num_vcores(void)
+{
+    return atomic_load_explicit(&weft__rt.state, memory_order_acquire) == WEFT__RUNNING_RT
+               ? weft__rt.nvcores : 0;
+}
+
+/* affinity_cpus() fills cpus[] with the CPUs of our affinity mask. */
+static int affinity_cpus(int *cpus, int max)
+{
+    cpu_set_t set;
+    int n = 0;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        for (int i = 0; i < c && n < max; i++)
+            cpus[n++] = i;
+        return n > 0 ? n : 1;
+    }
+    for (int i = 0; i < CPU_SETSIZE && n < max; i++)
+        if (CPU_ISSET(i, &set))
+            cpus[n++] = i;
+    return n;
+}
+
+int weft_max_vcores(void)
+{
+    int cpus[CPU_SETSIZE];
+    return affinity_cpus(cpus, CPU_SETSIZE);
+}
+
+uint32_t weft_sched_rand(void)
+{
+    struct weft__vcore *vc = weft__vc();
+    if (!vc)
+        return (uint32_t)weft_now_ns() * 2654435761u;
+    uint32_t x = vc->rand; /* xorshift32 */
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return vc->rand = x;
+}
+
+/* ---- the scheduler registry ---------------------------------------------- */
+
+extern const struct weft_sched_ops weft__sched_ws, weft__sched_fifo;
+
+#define MAX_SCHEDS 16
+static const struct weft_sched_ops *scheds[MAX_SCHEDS] = { &weft__sched_ws, &weft__sched_fifo };
+static int nscheds = 2;
+
+int weft_sched_register(const struct weft_sched_ops *ops)
+{
+    if (!ops || !ops->name || !ops->name[0] || !ops->sched_entry || !ops->thread_runnable ||
+        !ops->thread_paused)
+        return EINVAL;
+    pthread_mutex_lock(&init_lock);
+    int r = 0;
+    for (int i = 0; i < nscheds; i++)
+        if (strcmp(scheds[i]->name, ops->name) == 0)
+            r = EEXIST;
+    if (!r && nscheds == MAX_SCHEDS)
+        r = ENOSPC;
+    if (!r)
+        scheds[nscheds++] = ops;
+    pthread_mutex_unlock(&init_lock);
+    return r;
+}
+
+static const struct weft_sched_ops *sched_find(const char *name)
+{
+    for (int i = 0; i < nscheds; i++)
+        if (strcmp(scheds[i]->name, name) == 0)
+            return scheds[i];
+    return NULL;
+}
+
+/* ---- configuration --------------------------------------------------------- */
+
+/* env_num() reads a non-negative integer variable; -1 if unset, -2 if bad. */
+static long long env_num(const char *name)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < 0) {
+        fprintf(stderr, "weft: ignoring %s=%s (not a non-negative integer)\n", name, s);
+        return -2;
+    }
+    return v;
+}
+
+struct settings {
+    int vcores;
+    size_t stack_size;
+    const struct weft_sched_ops *ops;
+};
+
+/* settings_from() merges cfg, the environment and defaults; 0 or errno. */
+static int settings_from(const struct weft_config *cfg, int maxv, struct settings *s)
+{
+    struct weft_config c = { 0 };
+    if (cfg)
+        c = *cfg;
+    if (c.vcores < 0 || c.vcores > maxv)
+        return EINVAL;
+    if (c.preempt_us)
+        return ENOTSUP; /* preemption arrives with the preemption issue */
+    if (c.stack_size > ((size_t)1 << 30))
+        return EINVAL;
+
+    s->vcores = c.vcores;
+    if (!s->vcores) {
+        long long v = env_num("WEFT_VCORES");
+        if (v > maxv) {
+            fprintf(stderr, "weft: WEFT_VCORES=%lld is above the %d CPUs we may use; using %d\n",
+                    v, maxv, maxv);
+            v = maxv;
+        }
+        s->vcores = v > 0 ? (int)v : maxv;
+    }
+    size_t ss = c.stack_size;
+    if (!ss) {
+        long long v = env_num("WEFT_STACK_SIZE");
+        if (v > (1ll << 30)) {
+            fprintf(stderr, "weft: ignoring WEFT_STACK_SIZE=%lld (above 1 GiB)\n", v);
+            v = -1;
+        }
+        ss = v > 0 ? (size_t)v : 256 * 1024;
+    }
+    s->stack_size = weft__stack_round(ss);
+    if (!cfg || !cfg->preempt_us) {
+        long long v = env_num("WEFT_PREEMPT_US");
+        if (v > 0)
+            fprintf(stderr, "weft: WEFT_PREEMPT_US is not supported yet; running cooperatively\n");
+    }
+    const char *name = c.sched;
+    if (!name || !*name)
+        name = getenv("WEFT_SCHED");
+    if (!name || !*name)
+        name = "ws";
+    s->ops = sched_find(name);
+    if (!s->ops) {
+        fprintf(stderr, "weft: unknown scheduler \"%s\"\n", name);
+        return EINVAL;
+    }
+    return 0;
+}
+
+/* ---- vcore threads ------------------------------------------------------- */
+
+void weft__vcore_entry(void *arg);
+
+static void *vcore_thread(void *arg)
+{
+    struct weft__vcore *vc = arg;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(vc->cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
+    tls_vc = vc;
+    weft__san_thread(&vc->san);
+    stack_t ss = { .ss_sp = vc->altstack, .ss_size = 64 * 1024, .ss_flags = 0 };
+    sigaltstack(&ss, NULL);
+
+    /* Enter vcore context; weft__vcore_loop comes back here to exit. */
+    weft__san_switch(&vc->san, &vc->san, vc->stack_lo, vc->stack_size);
+    weft__ctx_save_and_call(&vc->thread_ctx, vc->stack_top, weft__vcore_entry, vc);
+    weft__san_arrive(&vc->san, NULL, NULL);
+
+    ss.ss_flags = SS_DISABLE;
+    sigaltstack(&ss, NULL);
+    tls_vc = NULL;
+    return NULL;
+}
+
+/* vcore_entry() is the top of vcore context: finish the switch that brought
+ * us here, run the pending yield callback, then schedule. */
+void weft__vcore_entry(void *arg)
+{
+    struct weft__vcore *vc = arg;
+    const void *old_lo = NULL;
+    size_t old_size = 0;
+    weft__san_arrive(NULL, &old_lo, &old_size);
+    if (!vc->thread_stack_lo) {
+        vc->thread_stack_lo = old_lo;
+        vc->thread_stack_size = old_size;
+    }
+    struct weft_uthread *ut = vc->current;
+    if (ut) {
+        vc->current = NULL;
+        if (!ut->guarded)
+            weft__stack_check(ut);
+        /* Saved: from here on others may touch it, once cb publishes it. */
+        atomic_store_explicit(&ut->state, WEFT__BLOCKED, memory_order_relaxed);
+        void (*cb)(struct weft_uthread *, void *) = vc->cb;
+        vc->cb = NULL;
+        cb(ut, vc->cb_arg);
+    }
+    weft__vcore_loop(vc);
+}
+
+/* vcore_exit() returns to the kernel thread's own stack (vcore_thread). */
+static _Noreturn void vcore_exit(struct weft__vcore *vc)
+{
+    weft__san_switch(NULL, &vc->san, vc->thread_stack_lo, vc->thread_stack_size);
+    weft__ctx_restore(&vc->thread_ctx);
+}
+
+/* ---- idling and waking ------------------------------------------------------- */
+
+static void idle_remove_locked(struct weft__vcore *vc)
+{
+    struct weft__vcore **pp = &weft__rt.idle;
+    while (*pp && *pp != vc)
+        pp = &(*pp)->idle_next;
+    if (!*pp)
+        weft__panic("vcore %d marked parked but not on the idle list", vc->id);
+    *pp = vc->idle_next;
+    vc->idle_next = NULL;
+    atomic_store_explicit(&vc->parked, false, memory_order_relaxed);
+    atomic_fetch_sub(&weft__rt.nparked, 1);
+}
+
+static void vcore_signal(struct weft__vcore *vc)
+{
+    atomic_store_explicit(WEFT__AT(&vc->park_word), 1, memory_order_release);
+    weft__futex_wake(&vc->park_word, 1);
+}
+
+static WEFT__NOINLINE void kick_slow(int hint)
+{
+    int zero = 0;
+    if (!atomic_compare_exchange_strong(&weft__rt.nspinning, &zero, 1))
+        return; /* someone else just started spinning */
+    weft__spin_lock(&weft__rt.idle_lock);
+    struct weft__vcore *vc = NULL;
+    if (hint >= 0 && hint < weft__rt.nvcores &&
+        atomic_load_explicit(&weft__rt.vcores[hint].parked, memory_order_relaxed))
+        vc = &weft__rt.vcores[hint];
+    else
+        vc = weft__rt.idle;
+    if (vc)
+        idle_remove_locked(vc);
+    weft__spin_unlock(&weft__rt.idle_lock);
+    if (!vc) {
+        atomic_fetch_sub(&weft__rt.nspinning, 1);
+        return;
+    }
+    vcore_signal(vc); /* it wakes as the spinner we counted */
+}
+
+void weft_vcore_kick(int hint)
+{
+    atomic_thread_fence(memory_order_seq_cst); /* partner: the fetch_sub in vcore_park */
+    if (atomic_load_explicit(&weft__rt.nparked, memory_order_relaxed) == 0 ||
+        atomic_load_explicit(&weft__rt.nspinning, memory_order_relaxed) != 0)
+        return;
+    kick_slow(hint);
+}
+
+void weft_vcore_wake(int id)
+{
+    if (id < 0 || id >= weft__rt.nvcores)
+        return;
+    struct weft__vcore *vc = &weft__rt.vcores[id];
+    atomic_thread_fence(memory_order_seq_cst); /* partner: the fetch_sub in vcore_park */
+    if (!atomic_load_explicit(&vc->parked, memory_order_relaxed))
+        return; /* busy or spinning: it will look at its queue */
+    weft__spin_lock(&weft__rt.idle_lock);
+    bool took = atomic_load_explicit(&vc->parked, memory_order_relaxed);
+    if (took) {
+        idle_remove_locked(vc);
+        atomic_fetch_add(&weft__rt.nspinning, 1);
+    }
+    weft__spin_unlock(&weft__rt.idle_lock);
+    if (took)
+        vcore_signal(vc);
+}
+
+/* vcore_became_busy() runs when an idle vcore found work (step 2/3). */
+static WEFT__NOINLINE void vcore_became_busy(struct weft__vcore *vc)
+{
+    if (vc->idle == WEFT__PARKING) {
+        weft__spin_lock(&weft__rt.idle_lock);
+        bool was_parked = atomic_load_explicit(&vc->parked, memory_order_relaxed);
+        if (was_parked)
+            idle_remove_locked(vc);
+        weft__spin_unlock(&weft__rt.idle_lock);
+        if (was_parked) {
+            vc->idle = WEFT__BUSY;
+            return;
+        }
+        /* A kicker took us off the list and counted us as its spinner. */
+        atomic_store_explicit(WEFT__AT(&vc->park_word), 0, memory_order_relaxed);
+        vc->idle = WEFT__SPINNING;
+    }
+    vc->idle = WEFT__BUSY;
+    if (atomic_fetch_sub(&weft__rt.nspinning, 1) == 1)
+        weft_vcore_kick(-1);
+}
+
+void weft__vcore_busy(struct weft__vcore *vc)
+{
+    if (WEFT__UNLIKELY(vc->idle != WEFT__BUSY))
+        vcore_became_busy(vc);
+}
+
+static void vcore_park(struct weft__vcore *vc)
+{
+    struct weft__runtime *rt = &weft__rt;
+    /* Step 3: announce, stop spinning (full fence), re-check. */
+    weft__spin_lock(&rt->idle_lock);
+    vc->idle_next = rt->idle;
+    rt->idle = vc;
+    atomic_store_explicit(&vc->parked, true, memory_order_relaxed);
+    atomic_fetch_add(&rt->nparked, 1);
+    weft__spin_unlock(&rt->idle_lock);
+    vc->idle = WEFT__PARKING;
+    atomic_fetch_sub(&rt->nspinning, 1);
+
+    rt->ops->sched_entry(); /* returns only if there is still nothing */
+
+    uint64_t deadline = UINT64_MAX;
+    bool timer_duty = false;
+    int none = -1;
+    uint64_t next = weft__timers_next();
+    if (next != UINT64_MAX && atomic_compare_exchange_strong(&rt->timer_sleeper, &none, vc->id)) {
+        timer_duty = true;
+        atomic_store(&rt->timer_sleep_until, next);
+        deadline = weft__timers_next(); /* may have moved before we published */
+    }
+    while (atomic_load_explicit(WEFT__AT(&vc->park_word), memory_order_acquire) == 0 &&
+           atomic_load_explicit(&rt->state, memory_order_relaxed) == WEFT__RUNNING_RT) {
+        if (weft__futex_wait(&vc->park_word, 0, deadline) == ETIMEDOUT)
+            break;
+    }
+    if (timer_duty) {
+        atomic_store(&rt->timer_sleep_until, UINT64_MAX);
+        atomic_store(&rt->timer_sleeper, -1);
+    }
+
+    weft__spin_lock(&rt->idle_lock);
+    bool still_parked = atomic_load_explicit(&vc->parked, memory_order_relaxed);
+    if (still_parked)
+        idle_remove_locked(vc); /* timer or shutdown, not a kick */
+    weft__spin_unlock(&rt->idle_lock);
+    if (still_parked)
+        atomic_fetch_add(&rt->nspinning, 1);
+    atomic_store_explicit(WEFT__AT(&vc->park_word), 0, memory_order_relaxed);
+    vc->idle = WEFT__SPINNING;
+    vc->spin_until = weft_now_ns() + weft__spin_ns;
+}
+
+void weft__vcore_wake_for_timer(uint64_t deadline)
+{
+    struct weft__runtime *rt = &weft__rt;
+    int s = atomic_load(&rt->timer_sleeper);
+    if (s >= 0) {
+        if (deadline < atomic_load(&rt->timer_sleep_until))
+            vcore_signal(&rt->vcores[s]); /* it re-reads the nearest deadline */
+        return;
+    }
+    weft_vcore_kick(-1); /* a parked vcore wakes and takes the timer duty */
+}
+
+/* vcore_idle(): nothing to run; spin for a while, then park. */
+static void vcore_idle(struct weft__vcore *vc)
+{
+    if (atomic_load_explicit(&weft__rt.state, memory_order_relaxed) != WEFT__RUNNING_RT) {
+        if (vc->idle == WEFT__SPINNING)
+            atomic_fetch_sub(&weft__rt.nspinning, 1);
+        vc->idle = WEFT__BUSY;
+        vcore_exit(vc);
+    }
+    if (vc->idle == WEFT__BUSY) {
+        vc->idle = WEFT__SPINNING;
+        atomic_fetch_add(&weft__rt.nspinning, 1);
+        vc->spin_until = weft_now_ns() + weft__spin_ns;
+        return;
+    }
+    if (weft_now_ns() < vc->spin_until) {
+        for (int i = 0; i < 16; i++)
+            weft__cpu_relax();
+        return;
+    }
+    vcore_park(vc);
+}
+
+_Noreturn void weft__vcore_loop(struct weft__vcore *vc)
+{
+    const struct weft_sched_ops *ops = weft__rt.ops;
+    for (;;) {
+        uint64_t next = weft__timers_next();
+        if (WEFT__UNLIKELY(next != UINT64_MAX)) {
+            uint64_t now = weft_now_ns();
+            if (next <= now)
+                weft__timers_run(now);
+        }
+        ops->sched_entry(); /* returns only when there is nothing to run */
+        vcore_idle(vc);
+    }
+}
+
+/* ---- start and stop --------------------------------------------------------- */
+
+static void vcores_free(int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct weft__vcore *vc = &weft__rt.vcores[i];
+        weft__stack_vcore_fini(vc);
+        if (vc->stack_lo)
+            munmap(vc->stack_lo - weft__page_size, vc->stack_size + weft__page_size);
+        free(vc->altstack);
+    }
+    free(weft__rt.vcores);
+    weft__rt.vcores = NULL;
+}
+
+/* vcore_setup() gives vc its stacks; 0 or ENOMEM. */
+static int vcore_setup(struct weft__vcore *vc, int id, int cpu)
+{
+    vc->id = id;
+    vc->cpu = cpu;
+    vc->rand = 0x9e3779b9u * (uint32_t)(id + 1);
+    vc->stack_size = 256 * 1024;
+    char *m = mmap(NULL, vc->stack_size + weft__page_size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (m == MAP_FAILED)
+        return ENOMEM;
+    mprotect(m, weft__page_size, PROT_NONE);
+    vc->stack_lo = m + weft__page_size;
+    vc->stack_top = vc->stack_lo + vc->stack_size;
+    vc->altstack = malloc(64 * 1024);
+    if (!vc->altstack)
+        return ENOMEM;
+    return weft__stack_vcore_init(vc);
+}
+
+int weft_init(const struct weft_config *cfg)
+{
+    struct weft__runtime *rt = &weft__rt;
+    int cpus[CPU_SETSIZE];
+    int maxv = affinity_cpus(cpus, CPU_SETSIZE);
+    struct settings s;
+    int r, started = 0, setup = 0;
+
+    pthread_mutex_lock(&init_lock);
+    if (atomic_load(&rt->state) != WEFT__OFF) {
+        r = EBUSY;
+        goto out;
+    }
+    r = settings_from(cfg, maxv, &s);
+    if (r)
+        goto out;
+    r = weft__stack_init();
+    if (r)
+        goto out;
+    long long spin = env_num("WEFT_SPIN_NS");
+    weft__spin_ns = spin >= 0 ? (uint64_t)spin : 50000;
+
+    rt->maxvcores = maxv;
+    rt->nvcores = s.vcores;
+    rt->stack_size = s.stack_size;
+    rt->ops = s.ops;
+    rt->idle = NULL;
+    atomic_store(&rt->nspinning, 0);
+    atomic_store(&rt->nparked, 0);
+    atomic_store(&rt->timer_sleeper, -1);
+    atomic_store(&rt->timer_sleep_until, UINT64_MAX);
+    rt->vcores = aligned_alloc(WEFT__CACHELINE, sizeof *rt->vcores * (size_t)s.vcores);
+    if (!rt->vcores) {
+        r = ENOMEM;
+        goto fail_stack;
+    }
+    memset(rt->vcores, 0, sizeof *rt->vcores * (size_t)s.vcores);
+    for (; setup < s.vcores; setup++) {
+        r = vcore_setup(&rt->vcores[setup], setup, cpus[setup]);
+        if (r) {
+            setup++;
+            goto fail_vcores;
+        }
+    }
+    if (rt->ops->init) {
+        r = rt->ops->init(s.vcores);
+        if (r)
+            goto fail_vcores;
+    }
+    /* Running before the threads start: they check the state in vcore_idle. */
+    atomic_store_explicit(&rt->state, WEFT__RUNNING_RT, memory_order_release);
+    for (; started < s.vcores; started++) {
+        r = pthread_create(&rt->vcores[started].thread, NULL, vcore_thread, &rt->vcores[started]);
+        if (r)
+            goto fail_threads;
+    }
+    r = 0;
+    goto out;
+
+fail_threads:
+    atomic_store(&rt->state, WEFT__STOPPING);
+    for (int i = 0; i < started; i++) {
+        vcore_signal(&rt->vcores[i]);
+        pthread_join(rt->vcores[i].thread, NULL);
+    }
+    if (rt->ops->fini)
+        rt->ops->fini();
+    atomic_store(&rt->state, WEFT__OFF);
+fail_vcores:
+    vcores_free(setup);
+fail_stack:
+    weft__stack_fini();
+out:
+    pthread_mutex_unlock(&init_lock);
+    return r;
+}
+
+int weft__ensure_running(void)
+{
+    if (atomic_load_explicit(&weft__rt.state, memory_order_acquire) == WEFT__RUNNING_RT)
+        return 0;
+    int r = weft_init(NULL);
+    return r == EBUSY ? 0 : r; /* EBUSY: someone else started it meanwhile */
+}
+
+void weft_shutdown(void)
+{
+    struct weft__runtime *rt = &weft__rt;
+    if (weft__vc()) {
+        fprintf(stderr, "weft: weft_shutdown() called from a vcore or uthread; ignored\n");
+        return;
+    }
+    pthread_mutex_lock(&init_lock);
+    if (atomic_load(&rt->state) != WEFT__RUNNING_RT) {
+        pthread_mutex_unlock(&init_lock);
+        return;
+    }
+    weft__shutdown_waiting(true); /* partner: live_dec() in uthread.c */
+    for (;;) { /* wait for every uthread to finish */
+        uint32_t live = atomic_load(WEFT__AT(&rt->live));
+        if (!live)
+            break;
+        weft__futex_wait(&rt->live, live, UINT64_MAX);
+    }
+    weft__shutdown_waiting(false);
+    atomic_store(&rt->state, WEFT__STOPPING);
+    for (int i = 0; i < rt->nvcores; i++)
+        vcore_signal(&rt->vcores[i]);
+    for (int i = 0; i < rt->nvcores; i++)
+        pthread_join(rt->vcores[i].thread, NULL);
+    if (rt->ops->fini)
+        rt->ops->fini();
+    vcores_free(rt->nvcores);
+    weft__stack_fini();
+    rt->nvcores = 0;
+    atomic_store(&rt->state, WEFT__OFF);
+    pthread_mutex_unlock(&init_lock);
+}
