@@ -154,11 +154,11 @@ static _Noreturn void uthread_finish(struct weft_uthread *ut, void *result)
 {
     ut->result = result;
     struct weft__vcore *vc = weft__vc();
-    struct weft__ctx gone;
     vc->cb = exit_cb;
     vc->cb_arg = NULL;
+    /* No local may be used from here: ASan frees this stack's fake frames. */
     weft__san_switch(NULL, &vc->san, vc->stack_lo, vc->stack_size);
-    weft__ctx_save_and_call(&gone, vc->stack_top, weft__vcore_entry, vc);
+    weft__ctx_save_and_call(&ut->ctx, vc->stack_top, weft__vcore_entry, vc);
     __builtin_unreachable();
 }
 

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Cross-compiles weft and its tests for aarch64 and runs the tests that need
+# no child process (qemu-user cannot exec a foreign binary without binfmt)
+# under qemu-aarch64, at 1 vcore and at all vcores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v aarch64-linux-gnu-gcc >/dev/null || ! command -v qemu-aarch64 >/dev/null; then
+  echo "cross-aarch64: aarch64-linux-gnu-gcc or qemu-aarch64 missing (scripts/deps.sh test installs them)" >&2
+  exit 1
+fi
+cmake -S . -B build-aarch64 -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_BUILD_BENCH=OFF >/dev/null
+cmake --build build-aarch64 -j "$(nproc)"
+ctest --test-dir build-aarch64 --output-on-failure -j 2 -L cross
