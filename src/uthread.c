@@ -86,11 +86,13 @@ _Noreturn void weft_run_uthread(struct weft_uthread *t)
     if (!vc || vc->current)
         weft__panic("weft_run_uthread() called outside vcore context");
     weft__vcore_busy(vc);
-    int exp = WEFT__RUNNABLE;
-    if (!atomic_compare_exchange_strong_explicit(&t->state, &exp, WEFT__RUNNING,
-                                                 memory_order_acquire, memory_order_relaxed))
+    /* Only the vcore that dequeued t may run it: a check, not a CAS. The
+     * scheduler's queue lock ordered us after whoever made it runnable. */
+    int st = atomic_load_explicit(&t->state, memory_order_acquire);
+    if (WEFT__UNLIKELY(st != WEFT__RUNNABLE))
         weft__panic("uthread %llu run while in state %d (invariant 1: only a dequeued "
-                    "runnable uthread may run)", (unsigned long long)t->id, exp);
+                    "runnable uthread may run)", (unsigned long long)t->id, st);
+    atomic_store_explicit(&t->state, WEFT__RUNNING, memory_order_relaxed);
     if ((t->link.flags & WEFT_PINNED) && t->link.vcore != vc->id)
         weft__panic("uthread %llu pinned to vcore %d run on vcore %d",
                     (unsigned long long)t->id, t->link.vcore, vc->id);

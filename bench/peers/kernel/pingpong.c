@@ -1,0 +1,277 @@
+/*
+ * pingpong.c (kernel peer) — round-trip nanoseconds between two kernel
+ * threads handing a turn back and forth
+ *   impl=kernel-futex  through a raw futex on two words (FUTEX_WAIT_PRIVATE /
+ *                      FUTEX_WAKE_PRIVATE, no spinning: every hand-off is a
+ *                      wake syscall and every wait a wait syscall);
+ *   impl=kernel-pipe   through two pipes, one byte each way;
+ * with A pinned to CPU 0 and B to CPU 1 (param cpus=0,1), and with both
+ * pinned to CPU 0 (param cpus=0), as in Turner's "User-level threads... with
+ * threads" talk. A does the timing and checks every reply.
+ *
+ * An extra, impl=kernel-futex-spin (cpus=0,1 only): the taker spins up to
+ * SPIN_LIMIT pauses before it sleeps, and the giver makes the wake syscall
+ * only when the taker said it sleeps. weft's idle vcores spin before they
+ * park, so this row shows how much of weft's lead over the plain futex is
+ * spinning rather than user-level switching.
+ *
+ * Usage: kernel_pingpong [futex|pipe|futex-spin]... (default: all)
+ */
+#include "bench.h"
+
+#include <linux/futex.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* ---- futex ------------------------------------------------------------------ */
+
+struct futex_pp {
+    _Alignas(64) _Atomic uint32_t to_a;    /* 1: A's turn; A waits on it */
+    _Alignas(64) _Atomic uint32_t to_b;    /* 1: B's turn; B waits on it */
+    _Alignas(64) atomic_int stop;
+    atomic_uint_fast64_t replies;          /* written by B only */
+};
+
+static struct futex_pp fp;
+
+static void futex_wait(_Atomic uint32_t *w, uint32_t val)
+{
+    if (syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0) != 0 &&
+        errno != EAGAIN && errno != EINTR)
+        bench_fail("FUTEX_WAIT: %s", strerror(errno));
+}
+
+static void futex_wake(_Atomic uint32_t *w)
+{
+    if (syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0) < 0)
+        bench_fail("FUTEX_WAKE: %s", strerror(errno));
+}
+
+/* futex_give() hands the turn over through the other side's word `to`. */
+static void futex_give(_Atomic uint32_t *to)
+{
+    atomic_store(to, 1);
+    futex_wake(to);
+}
+
+/* futex_take() sleeps until the turn arrives on our word `mine`, then consumes it. */
+static void futex_take(_Atomic uint32_t *mine)
+{
+    while (atomic_load(mine) == 0)
+        futex_wait(mine, 0);
+    atomic_store(mine, 0);
+}
+
+static void *futex_b(void *cpu)
+{
+    bench_pin_self((int)(intptr_t)cpu);
+    for (;;) {
+        futex_take(&fp.to_b);
+        if (atomic_load(&fp.stop))
+            break;
+        atomic_fetch_add(&fp.replies, 1);
+        futex_give(&fp.to_a);
+    }
+    return NULL;
+}
+
+static uint64_t run_futex(void *unused, uint64_t n)
+{
+    (void)unused;
+    uint64_t base = atomic_load(&fp.replies), t0 = bench_now_ns();
+    for (uint64_t i = 1; i <= n; i++) {
+        futex_give(&fp.to_b);
+        futex_take(&fp.to_a);
+        if (atomic_load(&fp.replies) - base != i)
+            bench_fail("futex pingpong: round trip %llu without exactly one reply",
+                       (unsigned long long)i);
+    }
+    return bench_now_ns() - t0;
+}
+
+static struct bench_sample measure_futex(int cpu_b)
+{
+    pthread_t b;
+    atomic_store(&fp.stop, 0);
+    atomic_store(&fp.to_a, 0);
+    atomic_store(&fp.to_b, 0);
+    bench_check_rc(pthread_create(&b, NULL, futex_b, (void *)(intptr_t)cpu_b));
+    struct bench_sample s = bench_measure(run_futex, NULL, 1000, 1u << 26);
+    atomic_store(&fp.stop, 1);
+    futex_give(&fp.to_b);
+    bench_check_rc(pthread_join(b, NULL));
+    return s;
+}
+
+/* ---- futex, spin first ---------------------------------------------------------- */
+
+#define SPIN_LIMIT 4000   /* pauses before sleeping: a few tens of microseconds */
+
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield" ::: "memory")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+/* Word states: 0 not your turn, 1 your turn, 2 not your turn and you sleep on it. */
+static void spin_give(_Atomic uint32_t *to)
+{
+    if (atomic_exchange(to, 1) == 2)
+        futex_wake(to);
+}
+
+static void spin_take(_Atomic uint32_t *mine)
+{
+    for (int i = 0; i < SPIN_LIMIT; i++) {
+        if (atomic_load_explicit(mine, memory_order_relaxed) == 1)
+            break;
+        cpu_relax();
+    }
+    for (;;) {
+        uint32_t v = 0;
+        if (atomic_load(mine) == 1 ||
+            (!atomic_compare_exchange_strong(mine, &v, 2) && v == 1))
+            break;
+        futex_wait(mine, 2);
+    }
+    atomic_store(mine, 0);
+}
+
+static void *spin_b(void *cpu)
+{
+    bench_pin_self((int)(intptr_t)cpu);
+    for (;;) {
+        spin_take(&fp.to_b);
+        if (atomic_load(&fp.stop))
+            break;
+        atomic_fetch_add(&fp.replies, 1);
+        spin_give(&fp.to_a);
+    }
+    return NULL;
+}
+
+static uint64_t run_spin(void *unused, uint64_t n)
+{
+    (void)unused;
+    uint64_t base = atomic_load(&fp.replies), t0 = bench_now_ns();
+    for (uint64_t i = 1; i <= n; i++) {
+        spin_give(&fp.to_b);
+        spin_take(&fp.to_a);
+        if (atomic_load(&fp.replies) - base != i)
+            bench_fail("futex-spin pingpong: round trip %llu without exactly one reply",
+                       (unsigned long long)i);
+    }
+    return bench_now_ns() - t0;
+}
+
+static struct bench_sample measure_spin(int cpu_b)
+{
+    pthread_t b;
+    atomic_store(&fp.stop, 0);
+    atomic_store(&fp.to_a, 0);
+    atomic_store(&fp.to_b, 0);
+    bench_check_rc(pthread_create(&b, NULL, spin_b, (void *)(intptr_t)cpu_b));
+    struct bench_sample s = bench_measure(run_spin, NULL, 1000, 1u << 26);
+    atomic_store(&fp.stop, 1);
+    spin_give(&fp.to_b);
+    bench_check_rc(pthread_join(b, NULL));
+    return s;
+}
+
+/* ---- pipe ------------------------------------------------------------------- */
+
+static int a_to_b[2], b_to_a[2];   /* [0] read end, [1] write end */
+
+static void *pipe_b(void *cpu)
+{
+    unsigned char c;
+    ssize_t r;
+    bench_pin_self((int)(intptr_t)cpu);
+    while ((r = read(a_to_b[0], &c, 1)) == 1) {
+        c = (unsigned char)~c;
+        if (write(b_to_a[1], &c, 1) != 1)
+            bench_fail("pipe pingpong: B write: %s", strerror(errno));
+    }
+    if (r < 0)
+        bench_fail("pipe pingpong: B read: %s", strerror(errno));
+    return NULL;   /* A closed its end */
+}
+
+static uint64_t run_pipe(void *unused, uint64_t n)
+{
+    (void)unused;
+    uint64_t t0 = bench_now_ns();
+    for (uint64_t i = 1; i <= n; i++) {
+        unsigned char out = (unsigned char)i, in;
+        if (write(a_to_b[1], &out, 1) != 1)
+            bench_fail("pipe pingpong: A write: %s", strerror(errno));
+        if (read(b_to_a[0], &in, 1) != 1)
+            bench_fail("pipe pingpong: A read: %s", strerror(errno));
+        if (in != (unsigned char)~out)
+            bench_fail("pipe pingpong: sent %#x, got back %#x", out, in);
+    }
+    return bench_now_ns() - t0;
+}
+
+static struct bench_sample measure_pipe(int cpu_b)
+{
+    pthread_t b;
+    if (pipe(a_to_b) != 0 || pipe(b_to_a) != 0)
+        bench_fail("pipe: %s", strerror(errno));
+    bench_check_rc(pthread_create(&b, NULL, pipe_b, (void *)(intptr_t)cpu_b));
+    struct bench_sample s = bench_measure(run_pipe, NULL, 1000, 1u << 26);
+    close(a_to_b[1]);
+    bench_check_rc(pthread_join(b, NULL));
+    close(a_to_b[0]);
+    close(b_to_a[0]);
+    close(b_to_a[1]);
+    return s;
+}
+
+/* ---- main ------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    int want_futex = argc < 2, want_pipe = argc < 2, want_spin = argc < 2;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "futex") == 0)
+            want_futex = 1;
+        else if (strcmp(argv[i], "pipe") == 0)
+            want_pipe = 1;
+        else if (strcmp(argv[i], "futex-spin") == 0)
+            want_spin = 1;
+        else {
+            fprintf(stderr, "usage: %s [futex|pipe|futex-spin]...\n", argv[0]);
+            return 2;
+        }
+    }
+    bench_need_cpus(2);
+    bench_pin_self(0);   /* main is A */
+
+    static const struct { int cpu_b; const char *param; } layouts[] = {
+        { 1, "cpus=0,1" },
+        { 0, "cpus=0" },
+    };
+    for (size_t k = 0; k < 2; k++) {
+        struct bench_sample s;
+        if (want_futex) {
+            s = measure_futex(layouts[k].cpu_b);
+            bench_result("pingpong", "kernel-futex", layouts[k].param,
+                         (double)s.ns / (double)s.iters, "ns/roundtrip");
+        }
+        if (want_pipe) {
+            s = measure_pipe(layouts[k].cpu_b);
+            bench_result("pingpong", "kernel-pipe", layouts[k].param,
+                         (double)s.ns / (double)s.iters, "ns/roundtrip");
+        }
+        if (want_spin && layouts[k].cpu_b != 0) {   /* spinning on a shared CPU only delays the other side */
+            s = measure_spin(layouts[k].cpu_b);
+            bench_result("pingpong", "kernel-futex-spin", layouts[k].param,
+                         (double)s.ns / (double)s.iters, "ns/roundtrip");
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,176 @@
+/*
+ * pingpong.c — round-trip nanoseconds between two uthreads on different
+ * vcores: A is pinned to vcore 0, B to vcore 1 (WEFT_PINNED), and they hand a
+ * turn back and forth
+ *   impl=weft-park     through weft_park() / weft_unpark();
+ *   impl=weft-condvar  through one weft_mutex_t and two weft_cond_t.
+ * A does the timing. B counts its replies in `replies`; A checks after every
+ * round trip that exactly one more reply arrived, so a park that returns
+ * without an unpark, or a lost wake-up, fails the run instead of timing it.
+ *
+ * Peers: bench/peers/kernel/pingpong.c (futex and pipe between kernel threads
+ * pinned to CPUs 0 and 1, and both on CPU 0).
+ */
+#include "bench.h"
+
+#include <stdatomic.h>
+#include <weft/weft.h>
+#include <weft/sched.h>
+
+struct pingpong {
+    weft_t b;                   /* set by main before A is spawned */
+    _Atomic(weft_t) a;          /* set by A (weft_self) before its first unpark */
+    atomic_int stop;            /* set by A when done */
+    atomic_uint_fast64_t replies;   /* written by B only */
+    /* condvar variant */
+    weft_mutex_t m;
+    weft_cond_t to_a, to_b;     /* A waits on to_a, B on to_b */
+    int turn;                   /* 0: A's turn, 1: B's turn; guarded by m */
+};
+
+static struct pingpong pp = {
+    .m = WEFT_MUTEX_INIT, .to_a = WEFT_COND_INIT, .to_b = WEFT_COND_INIT,
+};
+
+static void check_vcore(int want, const char *who)
+{
+    int v = weft_vcore_id();
+    if (v != want)
+        bench_fail("weft pingpong: %s is pinned to vcore %d but runs on vcore %d", who, want, v);
+}
+
+/* ---- park / unpark ---------------------------------------------------------- */
+
+static void *park_b(void *unused)
+{
+    (void)unused;
+    check_vcore(1, "B");
+    for (;;) {
+        bench_check_rc(weft_park());
+        if (atomic_load(&pp.stop))
+            break;
+        atomic_fetch_add(&pp.replies, 1);
+        bench_check_rc(weft_unpark(atomic_load(&pp.a)));
+    }
+    check_vcore(1, "B");
+    return NULL;
+}
+
+static uint64_t run_park(void *unused, uint64_t n)
+{
+    (void)unused;
+    uint64_t base = atomic_load(&pp.replies), t0 = bench_now_ns();
+    for (uint64_t i = 1; i <= n; i++) {
+        bench_check_rc(weft_unpark(pp.b));
+        bench_check_rc(weft_park());
+        uint64_t got = atomic_load(&pp.replies) - base;
+        if (got != i)
+            bench_fail("weft park/unpark: after round trip %llu, B has replied %llu times",
+                       (unsigned long long)i, (unsigned long long)got);
+    }
+    return bench_now_ns() - t0;
+}
+
+static void *park_a(void *unused)
+{
+    (void)unused;
+    check_vcore(0, "A");
+    atomic_store(&pp.a, weft_self());
+    struct bench_sample s = bench_measure(run_park, NULL, 1000, 1u << 28);
+    check_vcore(0, "A");
+    atomic_store(&pp.stop, 1);
+    bench_check_rc(weft_unpark(pp.b));
+    bench_result("pingpong", "weft-park", "cpus=0,1", (double)s.ns / (double)s.iters,
+                 "ns/roundtrip");
+    return NULL;
+}
+
+/* ---- mutex + condition variable -------------------------------------------- */
+
+static void *cond_b(void *unused)
+{
+    (void)unused;
+    check_vcore(1, "B");
+    bench_check_rc(weft_mutex_lock(&pp.m));
+    for (;;) {
+        while (pp.turn != 1 && !atomic_load(&pp.stop))
+            bench_check_rc(weft_cond_wait(&pp.to_b, &pp.m));
+        if (atomic_load(&pp.stop))
+            break;
+        atomic_fetch_add(&pp.replies, 1);
+        pp.turn = 0;
+        bench_check_rc(weft_cond_signal(&pp.to_a));
+    }
+    bench_check_rc(weft_mutex_unlock(&pp.m));
+    check_vcore(1, "B");
+    return NULL;
+}
+
+static uint64_t run_cond(void *unused, uint64_t n)
+{
+    (void)unused;
+    bench_check_rc(weft_mutex_lock(&pp.m));
+    uint64_t base = atomic_load(&pp.replies), t0 = bench_now_ns();
+    for (uint64_t i = 1; i <= n; i++) {
+        pp.turn = 1;
+        bench_check_rc(weft_cond_signal(&pp.to_b));
+        while (pp.turn != 0)
+            bench_check_rc(weft_cond_wait(&pp.to_a, &pp.m));
+        uint64_t got = atomic_load(&pp.replies) - base;
+        if (got != i)
+            bench_fail("weft mutex+condvar: after round trip %llu, B has replied %llu times",
+                       (unsigned long long)i, (unsigned long long)got);
+    }
+    uint64_t ns = bench_now_ns() - t0;
+    bench_check_rc(weft_mutex_unlock(&pp.m));
+    return ns;
+}
+
+static void *cond_a(void *unused)
+{
+    (void)unused;
+    check_vcore(0, "A");
+    struct bench_sample s = bench_measure(run_cond, NULL, 1000, 1u << 28);
+    check_vcore(0, "A");
+    bench_check_rc(weft_mutex_lock(&pp.m));
+    atomic_store(&pp.stop, 1);
+    bench_check_rc(weft_cond_signal(&pp.to_b));
+    bench_check_rc(weft_mutex_unlock(&pp.m));
+    bench_result("pingpong", "weft-condvar", "cpus=0,1", (double)s.ns / (double)s.iters,
+                 "ns/roundtrip");
+    return NULL;
+}
+
+/* run_pair() runs one variant: B pinned to vcore 1, then A pinned to vcore 0. */
+static void run_pair(void *(*a)(void *), void *(*b)(void *))
+{
+    weft_attr_t attr_a = { .flags = WEFT_PINNED, .vcore = 0, .name = "pingpong-a" };
+    weft_attr_t attr_b = { .flags = WEFT_PINNED, .vcore = 1, .name = "pingpong-b" };
+    weft_t ta;
+
+    atomic_store(&pp.stop, 0);
+    atomic_store(&pp.replies, 0);
+    atomic_store(&pp.a, NULL);
+    pp.turn = 0;
+    bench_check_rc(weft_spawn(&pp.b, &attr_b, b, NULL));
+    bench_check_rc(weft_spawn(&ta, &attr_a, a, NULL));
+    bench_check_rc(weft_join(ta, NULL));
+    bench_check_rc(weft_join(pp.b, NULL));
+}
+
+int main(void)
+{
+    bench_check_rc(weft_init(NULL));
+    if (weft_num_vcores() < 2) {
+        fprintf(stderr, "SKIP weft pingpong needs 2 vcores, the runtime has %d\n",
+                weft_num_vcores());
+        weft_shutdown();
+        return 77;
+    }
+    bench_note("weft-park", "A pinned to vcore 0, B to vcore 1 (WEFT_PINNED), %d vcores",
+               weft_num_vcores());
+    run_pair(park_a, park_b);
+    run_pair(cond_a, cond_b);
+    weft_shutdown();
+    return 0;
+}

@@ -1,0 +1,109 @@
+/*
+ * yield.c — nanoseconds per weft_yield() with 2 and with 100 uthreads, all on
+ * one vcore.
+ *
+ * The runtime is started with a single vcore (weft_config.vcores = 1), so
+ * every yield is a switch from one uthread to the next on the same core
+ * through vcore context and the scheduler. A coordinator uthread spawns the
+ * workers (they cannot run before it blocks: there is only one vcore), takes
+ * the start time and joins them. Each worker yields n times and counts
+ * handovers (the uthread that ran last was another one), which checks that
+ * weft_yield() really switched instead of returning at once.
+ *
+ * Peers: bench/peers/cpp/boost_fiber_yield.cpp, boost_context_yield.cpp,
+ * bench/peers/go (yield), bench/peers/kernel/yield.c.
+ */
+#include "bench.h"
+
+#include <stdatomic.h>
+#include <weft/weft.h>
+#include <weft/sched.h>
+
+static const int thread_counts[] = { 2, 100 };
+
+static _Atomic(weft_t) last_runner;       /* the worker that ran last */
+static atomic_uint_fast64_t handovers;    /* yields after which another worker had run */
+static atomic_int wrong_vcore;            /* workers seen off vcore 0 */
+
+static void *worker(void *arg)
+{
+    uint64_t n = (uint64_t)(uintptr_t)arg, h = 0, i;
+    weft_t me = weft_self();
+
+    for (i = 0; i < n; i++) {
+        weft_yield();
+        if (atomic_load_explicit(&last_runner, memory_order_relaxed) != me) {
+            atomic_store_explicit(&last_runner, me, memory_order_relaxed);
+            h++;
+        }
+    }
+    if (weft_vcore_id() != 0)
+        atomic_fetch_add(&wrong_vcore, 1);
+    atomic_fetch_add(&handovers, h);
+    return (void *)(uintptr_t)i;
+}
+
+struct yield_ctx {
+    int nthreads;
+    weft_t workers[100];
+};
+
+/* run_yield() lets nthreads workers yield n times each; returns the ns it took. */
+static uint64_t run_yield(void *arg, uint64_t n)
+{
+    struct yield_ctx *c = arg;
+    uint64_t total = n * (uint64_t)c->nthreads, done = 0, t0, t1;
+
+    atomic_store(&last_runner, NULL);
+    atomic_store(&handovers, 0);
+    for (int i = 0; i < c->nthreads; i++)
+        bench_check_rc(weft_spawn(&c->workers[i], NULL, worker, (void *)(uintptr_t)n));
+    t0 = bench_now_ns();
+    for (int i = 0; i < c->nthreads; i++) {
+        void *r;
+        bench_check_rc(weft_join(c->workers[i], &r));
+        done += (uintptr_t)r;
+    }
+    t1 = bench_now_ns();
+
+    if (done != total)
+        bench_fail("weft yield: %llu yields done, %llu asked", (unsigned long long)done,
+                   (unsigned long long)total);
+    /* Only the last yields, once the others have finished, may find nobody to switch to. */
+    uint64_t h = atomic_load(&handovers);
+    if (h + 2 * (uint64_t)c->nthreads < total)
+        bench_fail("weft yield (%d uthreads): only %llu of %llu yields switched to another uthread",
+                   c->nthreads, (unsigned long long)h, (unsigned long long)total);
+    if (atomic_load(&wrong_vcore))
+        bench_fail("weft yield: a worker ran on a vcore other than 0 with one vcore configured");
+    return t1 - t0;
+}
+
+static void *coordinator(void *unused)
+{
+    (void)unused;
+    for (size_t k = 0; k < sizeof thread_counts / sizeof thread_counts[0]; k++) {
+        struct yield_ctx c = { .nthreads = thread_counts[k] };
+        char param[32];
+        struct bench_sample s = bench_measure(run_yield, &c, 1000, (1u << 30) / c.nthreads);
+        snprintf(param, sizeof param, "threads=%d", c.nthreads);
+        bench_result("yield", "weft", param, (double)s.ns / (double)(s.iters * c.nthreads),
+                     "ns/yield");
+    }
+    return NULL;
+}
+
+int main(void)
+{
+    struct weft_config cfg = { .vcores = 1 };
+    weft_t coord;
+
+    bench_check_rc(weft_init(&cfg));
+    if (weft_num_vcores() != 1)
+        bench_fail("weft yield: asked for 1 vcore, runtime runs %d", weft_num_vcores());
+    bench_note("weft", "one vcore (weft_config.vcores=1); default scheduler unless WEFT_SCHED is set");
+    bench_check_rc(weft_spawn(&coord, NULL, coordinator, NULL));
+    bench_check_rc(weft_join(coord, NULL));
+    weft_shutdown();
+    return 0;
+}
