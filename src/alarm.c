@@ -20,8 +20,9 @@ static struct {
     uint32_t lock;               /* spinlock: everything below */
     struct weft__timer **heap;   /* min-heap on deadline */
     int n, cap;
-    _Atomic uint64_t min;        /* heap[0]->deadline or UINT64_MAX; written under lock */
-} th = { .min = UINT64_MAX };
+} th;
+
+_Atomic uint64_t weft__timer_min = UINT64_MAX; /* heap[0]->deadline or UINT64_MAX; written under th.lock */
 
 static void put(int i, struct weft__timer *t)
 {
@@ -71,7 +72,7 @@ static void remove_at(int i)
 
 static void publish_min(void)
 {
-    atomic_store_explicit(&th.min, th.n ? th.heap[0]->deadline : UINT64_MAX, memory_order_release);
+    atomic_store_explicit(&weft__timer_min, th.n ? th.heap[0]->deadline : UINT64_MAX, memory_order_release);
 }
 
 void weft__timer_start(struct weft__timer *t)
@@ -113,11 +114,6 @@ bool weft__timer_cancel(struct weft__timer *t)
     while (atomic_load_explicit(&t->state, memory_order_acquire) != WEFT__T_IDLE)
         weft__cpu_relax(); /* its callback is running on another vcore: a few instructions */
     return false;
-}
-
-uint64_t weft__timers_next(void)
-{
-    return atomic_load_explicit(&th.min, memory_order_acquire);
 }
 
 void weft__timers_run(uint64_t now)

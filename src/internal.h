@@ -83,6 +83,8 @@ struct weft__vcore {
     void (*cb)(struct weft_uthread *, void *); /* pending weft_uthread_yield callback */
     void *cb_arg;
     int idle;                        /* enum weft__idle */
+    int *errno_addr;                 /* this kernel thread's errno: uthreads' errno is
+                                        saved from and restored to it by vcore context */
     uint64_t spin_until;             /* end of the current spin, ns */
     uint32_t rand;                   /* weft_sched_rand() state */
     char *stack_lo;                  /* vcore-context stack */
@@ -145,15 +147,34 @@ _Noreturn void weft__vcore_loop(struct weft__vcore *vc);
 /* weft__shutdown_waiting(on): weft_shutdown() waits for rt.live to reach 0. */
 void weft__shutdown_waiting(bool on);
 
-/* weft__vcore_entry(vc): the top of vcore context (the function every switch
- * to vcore context calls on the vcore stack). */
+/* weft__vcore_entry(vc): the top of vcore context after
+ * weft_uthread_yield(): runs vc->cb on the uthread that switched out. */
 void weft__vcore_entry(void *vc);
 
 /* weft__vcore_busy(): the vcore is about to run a uthread (leaves idle state). */
-void weft__vcore_busy(struct weft__vcore *vc);
+void weft__vcore_became_busy(struct weft__vcore *vc);
+static inline void weft__vcore_busy(struct weft__vcore *vc)
+{
+    if (WEFT__UNLIKELY(vc->idle != WEFT__BUSY))
+        weft__vcore_became_busy(vc);
+}
 
 /* weft__vcore_wake_for_timer(deadline): a timer due at deadline was added. */
 void weft__vcore_wake_for_timer(uint64_t deadline);
+
+void weft__stack_check(struct weft_uthread *t);
+
+/* weft__vcore_arrive() is the first step on the vcore stack after a uthread
+ * switched out: completes the switch and returns the uthread, now saved. */
+static inline struct weft_uthread *weft__vcore_arrive(struct weft__vcore *vc)
+{
+    weft__san_arrive(NULL, NULL, NULL);
+    struct weft_uthread *ut = vc->current;
+    vc->current = NULL;
+    if (WEFT__UNLIKELY(!ut->guarded))
+        weft__stack_check(ut);
+    return ut;
+}
 
 /* ---- stacks (stack.c) -------------------------------------------------------- */
 
@@ -166,8 +187,8 @@ void weft__stack_vcore_fini(struct weft__vcore *vc);
 struct weft_uthread *weft__uthread_alloc(size_t size);
 /* weft__uthread_free() returns t's memory to a cache or to the kernel. */
 void weft__uthread_free(struct weft_uthread *t);
-/* weft__stack_check() aborts with the overflow message if t's canary is gone. */
-void weft__stack_check(struct weft_uthread *t);
+/* weft__stack_check() aborts with the overflow message if t's canary is gone
+ * (declared above). */
 size_t weft__stack_round(size_t size);
 extern size_t weft__page_size;
 
@@ -238,7 +259,11 @@ void weft__timer_start(struct weft__timer *t);
  * memory goes away. */
 bool weft__timer_cancel(struct weft__timer *t);
 /* weft__timers_next() is the earliest deadline, or UINT64_MAX. Lock-free. */
-uint64_t weft__timers_next(void);
+extern _Atomic uint64_t weft__timer_min;
+static inline uint64_t weft__timers_next(void)
+{
+    return atomic_load_explicit(&weft__timer_min, memory_order_acquire);
+}
 /* weft__timers_run() runs every callback due at now. Vcore context. */
 void weft__timers_run(uint64_t now);
 

@@ -24,21 +24,6 @@
 
 static __thread char tls_token; /* identity of an outside kernel thread */
 
-/* errno lives in the kernel thread's TLS; these re-resolve it after every
- * switch (glibc's __errno_location is "const": the compiler may cache it). */
-static WEFT__NOINLINE int errno_get(void)
-{
-    int e = errno;
-    __asm__ volatile("" ::: "memory");
-    return e;
-}
-
-static WEFT__NOINLINE void errno_set(int e)
-{
-    __asm__ volatile("" ::: "memory");
-    errno = e;
-}
-
 static struct weft_uthread *current(void)
 {
     struct weft__vcore *vc = weft__vc();
@@ -58,15 +43,18 @@ void *weft__self_token(void)
 
 /* ---- switching ------------------------------------------------------------ */
 
-/* switch_out() saves ut and enters vcore context, which runs vc->cb; returns
- * when ut runs again (maybe on another vcore: vc is stale afterwards). */
-static void switch_out(struct weft__vcore *vc, struct weft_uthread *ut)
+/* switch_out() saves ut and enters vcore context at entry(vc); returns
+ * when ut runs again (maybe on another vcore: vc is stale afterwards).
+ * errno is per kernel thread: it is saved in ut->err here, through the
+ * vcore's cached errno address, and run_on() writes it to the errno of
+ * whichever vcore resumes ut, so no code touches errno across the switch (glibc's __errno_location is
+ * "const": a compiler may reuse an address computed before it). */
+static void switch_out(struct weft__vcore *vc, struct weft_uthread *ut, void (*entry)(void *))
 {
-    ut->err = errno_get();
+    ut->err = *vc->errno_addr;
     weft__san_switch(&ut->san, &vc->san, vc->stack_lo, vc->stack_size);
-    weft__ctx_save_and_call(&ut->ctx, vc->stack_top, weft__vcore_entry, vc);
+    weft__ctx_save_and_call(&ut->ctx, vc->stack_top, entry, vc);
     weft__san_arrive(&ut->san, NULL, NULL);
-    errno_set(ut->err);
 }
 
 void weft_uthread_yield(void (*cb)(struct weft_uthread *, void *), void *arg)
@@ -77,14 +65,12 @@ void weft_uthread_yield(void (*cb)(struct weft_uthread *, void *), void *arg)
         weft__panic("weft_uthread_yield() called outside a uthread");
     vc->cb = cb;
     vc->cb_arg = arg;
-    switch_out(vc, ut);
+    switch_out(vc, ut, weft__vcore_entry);
 }
 
-_Noreturn void weft_run_uthread(struct weft_uthread *t)
+/* run_on() is weft_run_uthread() for a caller that knows its vcore. */
+static _Noreturn void run_on(struct weft__vcore *vc, struct weft_uthread *t)
 {
-    struct weft__vcore *vc = weft__vc();
-    if (!vc || vc->current)
-        weft__panic("weft_run_uthread() called outside vcore context");
     weft__vcore_busy(vc);
     /* Only the vcore that dequeued t may run it: a check, not a CAS. The
      * scheduler's queue lock ordered us after whoever made it runnable. */
@@ -99,8 +85,17 @@ _Noreturn void weft_run_uthread(struct weft_uthread *t)
     t->link.vcore = vc->id;
     vc->current = t;
     vc->nswitch++;
+    *vc->errno_addr = t->err;
     weft__san_switch(NULL, &t->san, t->stack_lo, t->stack_size);
     weft__ctx_restore(&t->ctx);
+}
+
+_Noreturn void weft_run_uthread(struct weft_uthread *t)
+{
+    struct weft__vcore *vc = weft__vc();
+    if (!vc || vc->current)
+        weft__panic("weft_run_uthread() called outside vcore context");
+    run_on(vc, t);
 }
 
 void weft_uthread_runnable(struct weft_uthread *t)
@@ -168,7 +163,6 @@ static void uthread_start(void *arg)
 {
     struct weft_uthread *ut = arg;
     weft__san_arrive(NULL, NULL, NULL);
-    errno_set(0);
     uthread_finish(ut, ut->fn(ut->arg));
 }
 
@@ -298,11 +292,23 @@ int weft_setprio(weft_t t, int prio)
 
 /* ---- yield, park, sleep -------------------------------------------------------- */
 
-static void yield_cb(struct weft_uthread *ut, void *arg)
+/* yield_entry() is vcore context after weft_yield(): requeue the uthread
+ * and, with the scheduler's thread_yield op, pick and run the next one
+ * directly, unless timers are due (the vcore loop runs those first). */
+static void yield_entry(void *arg)
 {
-    (void)arg;
+    struct weft__vcore *vc = arg;
+    struct weft_uthread *ut = weft__vcore_arrive(vc);
+    const struct weft_sched_ops *ops = weft__rt.ops;
     atomic_store_explicit(&ut->state, WEFT__RUNNABLE, memory_order_relaxed);
-    weft__rt.ops->thread_paused(ut);
+    if (ops->thread_yield && weft__timers_next() == UINT64_MAX) {
+        struct weft_uthread *next = ops->thread_yield(ut);
+        if (next)
+            run_on(vc, next);
+    } else {
+        ops->thread_paused(ut);
+    }
+    weft__vcore_loop(vc);
 }
 
 void weft_yield(void)
@@ -313,9 +319,7 @@ void weft_yield(void)
         sched_yield();
         return;
     }
-    vc->cb = yield_cb;
-    vc->cb_arg = NULL;
-    switch_out(vc, ut);
+    switch_out(vc, ut, yield_entry);
 }
 
 static void park_cb(struct weft_uthread *ut, void *arg)

@@ -321,7 +321,7 @@ static int settings_from(const struct weft_config *cfg, int maxv, struct setting
 
 /* ---- vcore threads ------------------------------------------------------- */
 
-void weft__vcore_entry(void *arg);
+static void vcore_first_entry(void *arg);
 
 static void *vcore_thread(void *arg)
 {
@@ -331,13 +331,14 @@ static void *vcore_thread(void *arg)
     CPU_SET(vc->cpu, &set);
     pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
     tls_vc = vc;
+    vc->errno_addr = &errno;
     weft__san_thread(&vc->san);
     stack_t ss = { .ss_sp = vc->altstack, .ss_size = 64 * 1024, .ss_flags = 0 };
     sigaltstack(&ss, NULL);
 
     /* Enter vcore context; weft__vcore_loop comes back here to exit. */
     weft__san_switch(&vc->san, &vc->san, vc->stack_lo, vc->stack_size);
-    weft__ctx_save_and_call(&vc->thread_ctx, vc->stack_top, weft__vcore_entry, vc);
+    weft__ctx_save_and_call(&vc->thread_ctx, vc->stack_top, vcore_first_entry, vc);
     weft__san_arrive(&vc->san, NULL, NULL);
 
     ss.ss_flags = SS_DISABLE;
@@ -346,29 +347,27 @@ static void *vcore_thread(void *arg)
     return NULL;
 }
 
-/* vcore_entry() is the top of vcore context: finish the switch that brought
- * us here, run the pending yield callback, then schedule. */
-void weft__vcore_entry(void *arg)
+/* vcore_first_entry() starts vcore context on a fresh vcore thread. */
+static void vcore_first_entry(void *arg)
 {
     struct weft__vcore *vc = arg;
     const void *old_lo = NULL;
     size_t old_size = 0;
     weft__san_arrive(NULL, &old_lo, &old_size);
-    if (!vc->thread_stack_lo) {
-        vc->thread_stack_lo = old_lo;
-        vc->thread_stack_size = old_size;
-    }
-    struct weft_uthread *ut = vc->current;
-    if (ut) {
-        vc->current = NULL;
-        if (!ut->guarded)
-            weft__stack_check(ut);
-        /* Saved: from here on others may touch it, once cb publishes it. */
-        atomic_store_explicit(&ut->state, WEFT__BLOCKED, memory_order_relaxed);
-        void (*cb)(struct weft_uthread *, void *) = vc->cb;
-        vc->cb = NULL;
-        cb(ut, vc->cb_arg);
-    }
+    vc->thread_stack_lo = old_lo; /* ASan: where vcore_exit() goes back to */
+    vc->thread_stack_size = old_size;
+    weft__vcore_loop(vc);
+}
+
+/* weft__vcore_entry() is the top of vcore context after a uthread switched
+ * out through weft_uthread_yield(): run its callback, then schedule. */
+void weft__vcore_entry(void *arg)
+{
+    struct weft__vcore *vc = arg;
+    struct weft_uthread *ut = weft__vcore_arrive(vc);
+    /* Saved: from here on others may touch it, once cb publishes it. */
+    atomic_store_explicit(&ut->state, WEFT__BLOCKED, memory_order_relaxed);
+    vc->cb(ut, vc->cb_arg);
     weft__vcore_loop(vc);
 }
 
@@ -451,7 +450,7 @@ void weft_vcore_wake(int id)
 }
 
 /* vcore_became_busy() runs when an idle vcore found work (step 2/3). */
-static WEFT__NOINLINE void vcore_became_busy(struct weft__vcore *vc)
+void weft__vcore_became_busy(struct weft__vcore *vc)
 {
     if (vc->idle == WEFT__PARKING) {
         weft__spin_lock(&weft__rt.idle_lock);
@@ -470,12 +469,6 @@ static WEFT__NOINLINE void vcore_became_busy(struct weft__vcore *vc)
     vc->idle = WEFT__BUSY;
     if (atomic_fetch_sub(&weft__rt.nspinning, 1) == 1)
         weft_vcore_kick(-1);
-}
-
-void weft__vcore_busy(struct weft__vcore *vc)
-{
-    if (WEFT__UNLIKELY(vc->idle != WEFT__BUSY))
-        vcore_became_busy(vc);
 }
 
 static void vcore_park(struct weft__vcore *vc)

@@ -68,6 +68,11 @@ struct weft_sched_ops {
     /* t stopped but is still runnable (weft_yield): queue it again, at the
      * back. Vcore context of the vcore t was running on. */
     void (*thread_paused)(struct weft_uthread *t);
+    /* Optional fast path of weft_yield(): t (on this vcore) yields; queue it
+     * at the back and return the uthread to run next — t itself if nothing
+     * else may run here — without running it. NULL: the runtime falls back
+     * to thread_paused + sched_entry. Vcore context. */
+    struct weft_uthread *(*thread_yield)(struct weft_uthread *t);
     /* t blocked (why: enum weft_block_why); someone else owns it until it is
      * made runnable. Informational. Vcore context. May be NULL. */
     void (*thread_has_blocked)(struct weft_uthread *t, int why);

@@ -8,7 +8,11 @@
  *
  * Error rule: thread and synchronisation calls return 0 or a positive errno
  * value (like pthreads) and never touch errno; errno itself is preserved per
- * uthread across every switch.
+ * uthread across every switch. One caveat: errno lives in the kernel
+ * thread's TLS, a uthread may move to another vcore whenever it blocks or
+ * yields (unless WEFT_PINNED), and glibc lets the compiler reuse errno's
+ * address within a function across calls. So read errno right after the call
+ * that set it, not across a blocking weft call in the same function.
  *
  * Deadlines and timeouts are nanoseconds. Deadlines are absolute on
  * CLOCK_MONOTONIC (weft_now_ns()); WEFT_FOREVER means "no deadline". A value

@@ -165,6 +165,26 @@ static void thread_paused_ws(struct weft_uthread *t)
     weft_spin_unlock(&q->lock);
 }
 
+static struct weft_uthread *thread_yield_ws(struct weft_uthread *t)
+{
+    struct rq *q = &rqs[weft_uthread_link(t)->vcore]; /* it just ran here */
+    weft_spin_lock(&q->lock);
+    struct weft_uthread *next = q->head;
+    if (next) { /* rotate: t to the back, the front out */
+        q->head = weft_uthread_link(next)->next;
+        weft_uthread_link(t)->next = NULL;
+        if (q->head)
+            weft_uthread_link(q->tail)->next = t;
+        else
+            q->head = t;
+        q->tail = t;
+    } else {
+        next = t;
+    }
+    weft_spin_unlock(&q->lock);
+    return next;
+}
+
 static int init_ws(int nvcores)
 {
     rqs = aligned_alloc(64, sizeof *rqs * (size_t)nvcores);
@@ -193,4 +213,5 @@ const struct weft_sched_ops weft__sched_ws = {
     .sched_entry = sched_entry_ws,
     .thread_runnable = thread_runnable_ws,
     .thread_paused = thread_paused_ws,
+    .thread_yield = thread_yield_ws,
 };
