@@ -86,6 +86,7 @@ struct weft__vcore {
     int *errno_addr;                 /* this kernel thread's errno: uthreads' errno is
                                         saved from and restored to it by vcore context */
     uint64_t spin_until;             /* end of the current spin, ns */
+    unsigned spin_rounds;            /* idle rounds, to pace clock reads */
     uint32_t rand;                   /* weft_sched_rand() state */
     char *stack_lo;                  /* vcore-context stack */
     size_t stack_size;

@@ -544,11 +544,11 @@ static void vcore_idle(struct weft__vcore *vc)
         vc->spin_until = weft_now_ns() + weft__spin_ns;
         return;
     }
-    if (weft_now_ns() < vc->spin_until) {
-        for (int i = 0; i < 16; i++)
-            weft__cpu_relax();
+    /* Look at the clock only every 32 rounds: in a VM it costs more than a
+     * round, and a round's length is the latency of noticing new work. */
+    weft__cpu_relax();
+    if ((++vc->spin_rounds & 31) || weft_now_ns() < vc->spin_until)
         return;
-    }
     vcore_park(vc);
 }
 
