@@ -52,6 +52,8 @@ void __tsan_switch_to_fiber(void *fiber, unsigned flags);
 struct weft__san {
     void *asan_fake;        /* ASan fake stack of this context while switched out */
     void *tsan_fiber;       /* TSan fiber of this context */
+    void *tsan_thread;      /* vcores: the kernel thread's own fiber */
+    unsigned tsan_entries;  /* vcores: entries into the current fiber */
     unsigned vg_id;         /* Valgrind stack id */
 };
 
@@ -106,14 +108,56 @@ static inline void weft__san_stack_free(struct weft__san *s)
     (void)s;
 }
 
+/* weft__san_vcore_done() drops the fibers a vcore made (on its own thread). */
+static inline void weft__san_vcore_done(struct weft__san *vcore)
+{
+#ifdef WEFT_TSAN
+    if (vcore->tsan_fiber != vcore->tsan_thread)
+        __tsan_destroy_fiber(vcore->tsan_fiber);
+    vcore->tsan_fiber = vcore->tsan_thread;
+#endif
+    (void)vcore;
+}
+
 /* weft__san_thread() records the calling kernel thread's own context. */
 static inline void weft__san_thread(struct weft__san *s)
 {
     s->asan_fake = NULL;
 #ifdef WEFT_TSAN
-    s->tsan_fiber = __tsan_get_current_fiber();
+    s->tsan_fiber = s->tsan_thread = __tsan_get_current_fiber();
+    s->tsan_entries = 0;
 #endif
     (void)s;
+}
+
+/* weft__san_vcore_left() is called by vcore context right after it switched
+ * (in TSan's view) to a uthread. Vcore context never returns from its
+ * functions — it restarts at the top of its stack — so the TSan shadow call
+ * stack of its fiber grows with every entry; give it a fresh fiber now and
+ * then, long before TSan's fixed-size shadow stack would overflow. */
+static inline void weft__san_vcore_left(struct weft__san *vcore)
+{
+#ifdef WEFT_TSAN
+    if (++vcore->tsan_entries < 1024)
+        return;
+    vcore->tsan_entries = 0;
+    void *old = vcore->tsan_fiber;
+    vcore->tsan_fiber = __tsan_create_fiber(0);
+    if (old != vcore->tsan_thread)
+        __tsan_destroy_fiber(old);
+#endif
+    (void)vcore;
+}
+
+/* weft__san_thread_ctx() is the context to switch to when a vcore goes back
+ * to its kernel thread's own stack. */
+static inline struct weft__san weft__san_thread_ctx(const struct weft__san *vcore)
+{
+    struct weft__san s = *vcore;
+#ifdef WEFT_TSAN
+    s.tsan_fiber = vcore->tsan_thread;
+#endif
+    return s;
 }
 
 #endif

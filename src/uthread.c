@@ -87,6 +87,7 @@ static _Noreturn void run_on(struct weft__vcore *vc, struct weft_uthread *t)
     vc->nswitch++;
     *vc->errno_addr = t->err;
     weft__san_switch(NULL, &t->san, t->stack_lo, t->stack_size);
+    weft__san_vcore_left(&vc->san);
     weft__ctx_restore(&t->ctx);
 }
 

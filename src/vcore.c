@@ -340,6 +340,7 @@ static void *vcore_thread(void *arg)
     weft__san_switch(&vc->san, &vc->san, vc->stack_lo, vc->stack_size);
     weft__ctx_save_and_call(&vc->thread_ctx, vc->stack_top, vcore_first_entry, vc);
     weft__san_arrive(&vc->san, NULL, NULL);
+    weft__san_vcore_done(&vc->san);
 
     ss.ss_flags = SS_DISABLE;
     sigaltstack(&ss, NULL);
@@ -374,7 +375,8 @@ void weft__vcore_entry(void *arg)
 /* vcore_exit() returns to the kernel thread's own stack (vcore_thread). */
 static _Noreturn void vcore_exit(struct weft__vcore *vc)
 {
-    weft__san_switch(NULL, &vc->san, vc->thread_stack_lo, vc->thread_stack_size);
+    struct weft__san thread = weft__san_thread_ctx(&vc->san);
+    weft__san_switch(NULL, &thread, vc->thread_stack_lo, vc->thread_stack_size);
     weft__ctx_restore(&vc->thread_ctx);
 }
 

@@ -52,10 +52,11 @@ static void sched_entry_fifo(void)
 
 static void thread_runnable_fifo(struct weft_uthread *t)
 {
-    push(t);
     struct weft_sched_link *l = weft_uthread_link(t);
-    if (l->flags & WEFT_PINNED)
-        weft_vcore_wake(l->vcore);
+    int pinned_to = (l->flags & WEFT_PINNED) ? l->vcore : -1;
+    push(t); /* t may run, even finish, on another vcore from here on */
+    if (pinned_to >= 0)
+        weft_vcore_wake(pinned_to);
     else
         weft_vcore_kick(-1);
 }

@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include <weft/sched.h>
@@ -146,11 +147,12 @@ static int home_of(struct weft_uthread *t)
 static void thread_runnable_ws(struct weft_uthread *t)
 {
     int v = home_of(t);
+    bool pinned = weft_uthread_link(t)->flags & WEFT_PINNED;
     struct rq *q = &rqs[v];
     weft_spin_lock(&q->lock);
     push_locked(q, t);
-    weft_spin_unlock(&q->lock);
-    if (weft_uthread_link(t)->flags & WEFT_PINNED)
+    weft_spin_unlock(&q->lock); /* t may run, even finish, elsewhere from here on */
+    if (pinned)
         weft_vcore_wake(v); /* nobody else may run it */
     else
         weft_vcore_kick(v);
