@@ -1,0 +1,307 @@
+/*
+ * sched_api — an application scheduler through <weft/sched.h>.
+ *
+ * Proves: weft_sched_register rejects NULL, a missing name or a missing
+ * mandatory op (EINVAL) and a taken name, built-in or not (EEXIST); an
+ * unknown scheduler name makes weft_init fail with EINVAL without starting
+ * anything; a tiny global-LIFO scheduler selected with weft_config.sched
+ * (and again with WEFT_SCHED) runs spawn/join/yield/mutex/sem/sleep/park
+ * workloads correctly, its init/fini are called once per run with the vcore
+ * count, its entry/runnable/paused/has_blocked ops are called (has_blocked
+ * with the right reasons), and at one vcore threads really run LIFO; the
+ * built-in "fifo" and "ws" can be selected by name and do not call it.
+ */
+#include "check.h"
+
+/* ---- the LIFO scheduler ------------------------------------------------------------- */
+
+static atomic_flag lifo_lock = ATOMIC_FLAG_INIT;
+static struct weft_uthread *lifo_top;       /* guarded by lifo_lock */
+static atomic_long c_init, c_init_arg, c_fini, c_entry, c_run, c_runnable, c_paused;
+static atomic_long c_blocked[WEFT_BLOCK_OTHER + 1];
+
+static void lifo_push(struct weft_uthread *t)
+{
+    while (atomic_flag_test_and_set_explicit(&lifo_lock, memory_order_acquire))
+        ;
+    weft_uthread_link(t)->next = lifo_top;
+    lifo_top = t;
+    atomic_flag_clear_explicit(&lifo_lock, memory_order_release);
+}
+
+static struct weft_uthread *lifo_pop(void)
+{
+    while (atomic_flag_test_and_set_explicit(&lifo_lock, memory_order_acquire))
+        ;
+    struct weft_uthread *t = lifo_top;
+    if (t)
+        lifo_top = weft_uthread_link(t)->next;
+    atomic_flag_clear_explicit(&lifo_lock, memory_order_release);
+    return t;
+}
+
+static int init_lifo(int nvcores)
+{
+    atomic_fetch_add(&c_init, 1);
+    atomic_store(&c_init_arg, nvcores);
+    return 0;
+}
+
+static void fini_lifo(void)
+{
+    atomic_fetch_add(&c_fini, 1);
+}
+
+static void sched_entry_lifo(void)
+{
+    atomic_fetch_add(&c_entry, 1);
+    struct weft_uthread *t = lifo_pop();
+    if (t) {
+        atomic_fetch_add(&c_run, 1);
+        weft_run_uthread(t);
+    }
+}
+
+static void thread_runnable_lifo(struct weft_uthread *t)
+{
+    atomic_fetch_add(&c_runnable, 1);
+    lifo_push(t);
+    weft_vcore_kick(-1);
+}
+
+static void thread_paused_lifo(struct weft_uthread *t)
+{
+    atomic_fetch_add(&c_paused, 1);
+    lifo_push(t);
+}
+
+static void thread_has_blocked_lifo(struct weft_uthread *t, int why)
+{
+    (void)t;
+    if (why >= WEFT_BLOCK_SYNC && why <= WEFT_BLOCK_OTHER)
+        atomic_fetch_add(&c_blocked[why], 1);
+    else
+        atomic_fetch_add(&c_blocked[0], 1);
+}
+
+static const struct weft_sched_ops lifo_ops = {
+    .name = "test-lifo",
+    .init = init_lifo,
+    .fini = fini_lifo,
+    .sched_entry = sched_entry_lifo,
+    .thread_runnable = thread_runnable_lifo,
+    .thread_paused = thread_paused_lifo,
+    .thread_has_blocked = thread_has_blocked_lifo,
+};
+
+/* ---- registration ---------------------------------------------------------------- */
+
+static void check_registration(void)
+{
+    check_phase("weft_sched_register errors");
+    CHECK_RC(weft_sched_register(NULL), EINVAL);
+    struct weft_sched_ops bad = lifo_ops;
+    bad.name = NULL;
+    CHECK_RC(weft_sched_register(&bad), EINVAL);
+    static struct weft_sched_ops no_entry, no_runnable, no_paused;
+    no_entry = lifo_ops, no_entry.name = "bad-1", no_entry.sched_entry = NULL;
+    no_runnable = lifo_ops, no_runnable.name = "bad-2", no_runnable.thread_runnable = NULL;
+    no_paused = lifo_ops, no_paused.name = "bad-3", no_paused.thread_paused = NULL;
+    CHECK_RC(weft_sched_register(&no_entry), EINVAL);
+    CHECK_RC(weft_sched_register(&no_runnable), EINVAL);
+    CHECK_RC(weft_sched_register(&no_paused), EINVAL);
+
+    CHECK_RC(weft_sched_register(&lifo_ops), 0);
+    CHECK_RC(weft_sched_register(&lifo_ops), EEXIST);
+    static struct weft_sched_ops same_name, ws_name, fifo_name;
+    same_name = lifo_ops;
+    CHECK_RC(weft_sched_register(&same_name), EEXIST);
+    ws_name = lifo_ops, ws_name.name = "ws";
+    CHECK_RC(weft_sched_register(&ws_name), EEXIST);
+    fifo_name = lifo_ops, fifo_name.name = "fifo";
+    CHECK_RC(weft_sched_register(&fifo_name), EEXIST);
+
+    struct weft_config c = { .sched = "bad-1" };   /* was refused: unknown */
+    CHECK_RC(weft_init(&c), EINVAL);
+    c.sched = "no-such";
+    CHECK_RC(weft_init(&c), EINVAL);
+    CHECK(weft_num_vcores() == 0, "a failed weft_init left %d vcores", weft_num_vcores());
+    CHECK(atomic_load(&c_init) == 0, "init op called by a failed weft_init");
+}
+
+/* ---- workload -------------------------------------------------------------------------- */
+
+static atomic_long yields_done;
+static weft_mutex_t wl_mu = WEFT_MUTEX_INIT;
+static long wl_counter;
+
+static void *wl_thread(void *arg)
+{
+    uintptr_t i = (uintptr_t)arg;
+    for (int k = 0; k < 3; k++) {
+        weft_yield();
+        atomic_fetch_add(&yields_done, 1);
+    }
+    weft_mutex_lock(&wl_mu);
+    wl_counter++;
+    weft_mutex_unlock(&wl_mu);
+    if (i % 10 == 0)
+        weft_sleep_ns(100000);
+    return (void *)(i + 1);
+}
+
+static void *sleepy_child(void *arg)
+{
+    (void)arg;
+    weft_sleep_ns(MS(5));   /* WEFT_BLOCK_SLEEP */
+    return (void *)5;
+}
+
+static void *joiner(void *arg)
+{
+    (void)arg;
+    return join(spawn(sleepy_child, NULL));   /* WEFT_BLOCK_JOIN */
+}
+
+static weft_sem_t blk_sem = WEFT_SEM_INIT(0);
+static atomic_int about_to_block;
+
+static void *sem_blocker(void *arg)
+{
+    (void)arg;
+    atomic_store(&about_to_block, 1);
+    CHECK_RC(weft_sem_wait(&blk_sem), 0);    /* WEFT_BLOCK_SYNC */
+    return NULL;
+}
+
+static void *parker(void *arg)
+{
+    (void)arg;
+    atomic_store(&about_to_block, 1);
+    CHECK_RC(weft_park(), 0);                /* WEFT_BLOCK_PARK */
+    return NULL;
+}
+
+static void run_blocking(void *(*fn)(void *), int post_sem)
+{
+    atomic_store(&about_to_block, 0);
+    weft_t t = spawn(fn, NULL);
+    WAIT_UNTIL(atomic_load(&about_to_block), "about to block");
+    weft_sleep_ns(MS(20));   /* nothing else to run: it blocks meanwhile */
+    if (post_sem)
+        CHECK_RC(weft_sem_post(&blk_sem), 0);
+    else
+        CHECK_RC(weft_unpark(t), 0);
+    join(t);
+}
+
+static void run_workload(void)
+{
+    enum { N = 200 };
+    weft_t t[N];
+    wl_counter = 0;
+    atomic_store(&yields_done, 0);
+    for (uintptr_t i = 0; i < N; i++)
+        t[i] = spawn(wl_thread, (void *)i);
+    for (uintptr_t i = 0; i < N; i++)
+        CHECK(join(t[i]) == (void *)(i + 1), "thread %zu result", (size_t)i);
+    CHECK(wl_counter == N, "counter %ld", wl_counter);
+    CHECK(in_uthread(joiner, NULL) == (void *)5, "joiner");
+    run_blocking(sem_blocker, 1);
+    run_blocking(parker, 0);
+}
+
+/* ---- LIFO order at one vcore ---------------------------------------------------------------- */
+
+static int order[3];
+static atomic_int order_next;
+
+static void *log_self(void *arg)
+{
+    order[atomic_fetch_add(&order_next, 1)] = (int)(uintptr_t)arg;
+    return NULL;
+}
+
+static void *spawn_three(void *arg)
+{
+    (void)arg;
+    weft_t t[3];
+    for (uintptr_t i = 0; i < 3; i++)
+        t[i] = spawn(log_self, (void *)i);
+    for (int i = 0; i < 3; i++)
+        join(t[i]);
+    return NULL;
+}
+
+static void check_lifo_run(const char *how)
+{
+    check_phase(how);
+    long inits = atomic_load(&c_init), finis = atomic_load(&c_fini);
+    CHECK(inits == finis + 1, "init op called %ld times, fini %ld", inits, finis);
+    CHECK(atomic_load(&c_init_arg) == weft_num_vcores(), "init got %ld vcores, running %d",
+          atomic_load(&c_init_arg), weft_num_vcores());
+    long entries = atomic_load(&c_entry), runs = atomic_load(&c_run);
+    long runnables = atomic_load(&c_runnable), pauses = atomic_load(&c_paused);
+    long sleeps = atomic_load(&c_blocked[WEFT_BLOCK_SLEEP]);
+    long joins = atomic_load(&c_blocked[WEFT_BLOCK_JOIN]);
+
+    run_workload();
+    CHECK(atomic_load(&c_entry) > entries, "sched_entry never called");
+    CHECK(atomic_load(&c_run) - runs >= 200, "only %ld uthreads run by our sched_entry",
+          atomic_load(&c_run) - runs);
+    CHECK(atomic_load(&c_runnable) - runnables >= 200, "thread_runnable called %ld times",
+          atomic_load(&c_runnable) - runnables);
+    CHECK(atomic_load(&c_paused) - pauses >= atomic_load(&yields_done),
+          "thread_paused called %ld times for %ld yields", atomic_load(&c_paused) - pauses,
+          atomic_load(&yields_done));
+    CHECK(atomic_load(&c_blocked[WEFT_BLOCK_SLEEP]) > sleeps, "no WEFT_BLOCK_SLEEP");
+    CHECK(atomic_load(&c_blocked[WEFT_BLOCK_JOIN]) > joins, "no WEFT_BLOCK_JOIN");
+    CHECK(atomic_load(&c_blocked[0]) == 0, "thread_has_blocked got an unknown reason");
+
+    if (weft_num_vcores() == 1) {
+        atomic_store(&order_next, 0);
+        in_uthread(spawn_three, NULL);
+        CHECK(order[0] == 2 && order[1] == 1 && order[2] == 0,
+              "at one vcore the LIFO scheduler ran %d,%d,%d (want 2,1,0)", order[0], order[1],
+              order[2]);
+    }
+    weft_shutdown();
+    CHECK(atomic_load(&c_fini) == finis + 1, "fini op not called by weft_shutdown");
+}
+
+static void check_builtin(const char *name)
+{
+    check_phase(name);
+    struct weft_config c = { .sched = name };
+    CHECK_RC(weft_init(&c), 0);
+    long entries = atomic_load(&c_entry);
+    run_workload();
+    CHECK(atomic_load(&c_entry) == entries, "built-in %s called our sched_entry", name);
+    weft_shutdown();
+}
+
+int main(void)
+{
+    check_watchdog(WATCHDOG_SECS);
+    unsetenv("WEFT_SCHED");
+    check_registration();
+
+    struct weft_config c = { .sched = "test-lifo" };
+    CHECK_RC(weft_init(&c), 0);
+    check_lifo_run("LIFO via weft_config.sched");
+    CHECK(atomic_load(&c_blocked[WEFT_BLOCK_SYNC]) > 0, "no WEFT_BLOCK_SYNC seen");
+    CHECK(atomic_load(&c_blocked[WEFT_BLOCK_PARK]) > 0, "no WEFT_BLOCK_PARK seen");
+
+    check_builtin("fifo");
+    check_builtin("ws");
+
+    setenv("WEFT_SCHED", "test-lifo", 1);
+    CHECK_RC(weft_init(NULL), 0);
+    check_lifo_run("LIFO via WEFT_SCHED");
+    setenv("WEFT_SCHED", "no-such", 1);
+    CHECK_RC(weft_init(NULL), EINVAL);
+    CHECK(weft_num_vcores() == 0, "runtime started with an unknown WEFT_SCHED");
+    unsetenv("WEFT_SCHED");
+    fprintf(stderr, "sched_api: ok\n");
+    return 0;
+}

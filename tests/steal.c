@@ -1,0 +1,144 @@
+/*
+ * steal — idle vcores take work from busy ones; pinned threads stay put.
+ *
+ * Proves: 2000 CPU-busy uthreads spawned by one uthread (so they all start
+ * queued on its vcore) get executed by more than one vcore when there are
+ * several (work stealing moved them), and all on vcore 0 when there is one;
+ * weft_vcore_id() is always in range inside a uthread. Then uthreads pinned
+ * to each vcore yield, sleep and block on a mutex among another round of busy
+ * threads and are never seen running on any other vcore.
+ */
+#include "check.h"
+
+#define NBUSY SCALE(2000, 600)
+#define MAXV 256
+
+static atomic_long runs_on[MAXV];     /* executions observed per vcore */
+static atomic_int out_of_range;
+
+static void note_vcore(void)
+{
+    int v = weft_vcore_id();
+    if (v < 0 || v >= weft_num_vcores() || v >= MAXV)
+        atomic_fetch_add(&out_of_range, 1);
+    else
+        atomic_fetch_add(&runs_on[v], 1);
+}
+
+static void *busy(void *arg)
+{
+    uint64_t acc = (uintptr_t)arg;
+    for (int i = 0; i < 4; i++) {
+        note_vcore();
+        acc += spin_work(SCALE(20000, 4000));
+        weft_yield();
+    }
+    note_vcore();
+    return (void *)(uintptr_t)(acc != 0);
+}
+
+static void *spawner(void *arg)
+{
+    (void)arg;
+    static weft_t t[NBUSY];
+    for (uintptr_t i = 0; i < NBUSY; i++)
+        t[i] = spawn(busy, (void *)(i + 1));
+    for (int i = 0; i < NBUSY; i++)
+        CHECK(join(t[i]) == (void *)1, "busy thread %d result", i);
+    return NULL;
+}
+
+/* ---- pinned threads ----------------------------------------------------------- */
+
+static weft_mutex_t pin_mu = WEFT_MUTEX_INIT;
+static long pin_counter;
+static atomic_int pin_violations;
+static atomic_int pin_first_bad = -1;
+
+static void pinned_check(int want)
+{
+    int v = weft_vcore_id();
+    if (v != want) {
+        atomic_fetch_add(&pin_violations, 1);
+        int expected = -1;
+        atomic_compare_exchange_strong(&pin_first_bad, &expected, v * 1000 + want);
+    }
+}
+
+static void *pinned(void *arg)
+{
+    int want = (int)(uintptr_t)arg;
+    for (int i = 0; i < 30; i++) {
+        pinned_check(want);
+        weft_yield();
+        pinned_check(want);
+        if (i % 5 == 0)
+            weft_sleep_ns(50000);
+        pinned_check(want);
+        weft_mutex_lock(&pin_mu);
+        pinned_check(want);
+        pin_counter++;
+        weft_yield();
+        weft_mutex_unlock(&pin_mu);
+        pinned_check(want);
+        spin_work(SCALE(5000, 1000));
+    }
+    return NULL;
+}
+
+/* Checks where the last round of busy threads ran, then clears the counts.
+ * At one vcore, "all on vcore 0" follows from out_of_range == 0. */
+static void check_spread(int nv)
+{
+    CHECK(atomic_load(&out_of_range) == 0, "weft_vcore_id() out of range %d times",
+          atomic_load(&out_of_range));
+    int used = 0;
+    long total = 0;
+    fprintf(stderr, "executions per vcore:");
+    for (int v = 0; v < nv; v++) {
+        long n = atomic_exchange(&runs_on[v], 0);
+        fprintf(stderr, " %d:%ld", v, n);
+        used += n > 0;
+        total += n;
+    }
+    fputc('\n', stderr);
+    CHECK(total == 5L * NBUSY, "executions %ld, expected %ld", total, 5L * NBUSY);
+    if (nv > 1)
+        CHECK(used >= 2, "%d vcores but only %d executed busy threads: nothing was stolen",
+              nv, used);
+}
+
+int main(void)
+{
+    check_watchdog(WATCHDOG_SECS);
+    CHECK_RC(weft_init(NULL), 0);
+    int nv = weft_num_vcores();
+    CHECK(nv >= 1 && nv <= MAXV, "weft_num_vcores() = %d", nv);
+
+    check_phase("busy threads alone");
+    join(spawn(spawner, NULL));
+    check_spread(nv);
+
+    /* Pinned threads keep every vcore busy, so stealing is not required
+     * here; what is checked is that nobody steals a pinned thread. */
+    check_phase("pinned threads among busy ones");
+    enum { PER_VCORE = 40 };
+    static weft_t pins[MAXV * PER_VCORE];
+    int npins = 0;
+    for (int v = 0; v < nv; v++)
+        for (int k = 0; k < PER_VCORE; k++)
+            pins[npins++] = spawn_ex(pinned, (void *)(uintptr_t)v, WEFT_PINNED, v, "pinned");
+    join(spawn(spawner, NULL));
+    for (int i = 0; i < npins; i++)
+        join(pins[i]);
+    CHECK(atomic_load(&out_of_range) == 0, "weft_vcore_id() out of range %d times",
+          atomic_load(&out_of_range));
+    int bad = atomic_load(&pin_first_bad);
+    CHECK(atomic_load(&pin_violations) == 0,
+          "pinned threads ran off their vcore %d times (first: on %d, pinned to %d)",
+          atomic_load(&pin_violations), bad / 1000, bad % 1000);
+    CHECK(pin_counter == 30L * npins, "pinned counter %ld", pin_counter);
+    fprintf(stderr, "steal: ok (%d vcores)\n", nv);
+    weft_shutdown();
+    return 0;
+}
