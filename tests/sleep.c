@@ -55,6 +55,7 @@ static void check_uint64_max(void)
 
 #define NSLEEP 200
 #define GAP_NS 1000000ull                 /* deadlines 1 ms apart */
+#define JITTER_SLOTS 10                   /* out-of-order wakes tolerated, in gaps */
 #define LEAD_NS SCALE(MS(400), MS(1500))  /* time to start everyone first */
 
 struct sleeper {
@@ -113,10 +114,21 @@ static void check_many_sleepers(void)
           "%d sleepers started after their deadline (machine too slow for the lead time)",
           atomic_load(&late_start));
     CHECK(atomic_load(&wake_next) == NSLEEP, "%d of %d woke", atomic_load(&wake_next), NSLEEP);
-    if (weft_num_vcores() == 1)
-        for (int i = 0; i < NSLEEP; i++)
-            CHECK(wake_log[i] == i, "wake %d was slot %d: not in deadline order", i,
-                  wake_log[i]);
+    /* On one vcore, timers fire in deadline order. A sleeper's timer starts
+     * a little after it read the clock, and the kernel may deschedule the
+     * vcore in between (other tests share the CPUs), so a wake may come out
+     * of order by less than JITTER_SLOTS gaps; anything more is a real
+     * ordering bug (LIFO, a broken heap). */
+    if (weft_num_vcores() == 1) {
+        int highest = -1;
+        for (int i = 0; i < NSLEEP; i++) {
+            CHECK(wake_log[i] > highest - JITTER_SLOTS,
+                  "wake %d was slot %d after slot %d: not in deadline order", i, wake_log[i],
+                  highest);
+            if (wake_log[i] > highest)
+                highest = wake_log[i];
+        }
+    }
 }
 
 int main(void)
