@@ -98,7 +98,6 @@ struct weft__vcore {
     void *altstack;                  /* SIGSEGV alternate stack */
     struct weft_uthread *cache;      /* stack cache (default-size shells) */
     int ncache;
-    uint64_t nswitch;                /* uthreads run here (statistics) */
     pthread_t thread;                /* fixed after start */
     /* park protocol, see vcore.c */
     _Alignas(WEFT__CACHELINE) uint32_t park_word; /* futex: 1 = wake up; set by kickers */

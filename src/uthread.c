@@ -84,7 +84,6 @@ static _Noreturn void run_on(struct weft__vcore *vc, struct weft_uthread *t)
                     (unsigned long long)t->id, t->link.vcore, vc->id);
     t->link.vcore = vc->id;
     vc->current = t;
-    vc->nswitch++;
     *vc->errno_addr = t->err;
     weft__san_switch(NULL, &t->san, t->stack_lo, t->stack_size);
     weft__san_vcore_left(&vc->san);

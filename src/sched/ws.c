@@ -41,11 +41,8 @@ static void push_locked(struct rq *q, struct weft_uthread *t)
                           memory_order_relaxed);
 }
 
-static struct weft_uthread *pop(struct rq *q)
+static struct weft_uthread *pop_locked(struct rq *q)
 {
-    if (!atomic_load_explicit(&q->len, memory_order_relaxed))
-        return NULL;
-    weft_spin_lock(&q->lock);
     struct weft_uthread *t = q->head;
     if (t) {
         q->head = weft_uthread_link(t)->next;
@@ -54,6 +51,15 @@ static struct weft_uthread *pop(struct rq *q)
         atomic_store_explicit(&q->len, atomic_load_explicit(&q->len, memory_order_relaxed) - 1,
                               memory_order_relaxed);
     }
+    return t;
+}
+
+static struct weft_uthread *pop(struct rq *q)
+{
+    if (!atomic_load_explicit(&q->len, memory_order_relaxed))
+        return NULL;
+    weft_spin_lock(&q->lock);
+    struct weft_uthread *t = pop_locked(q);
     weft_spin_unlock(&q->lock);
     return t;
 }
@@ -167,24 +173,16 @@ static void thread_paused_ws(struct weft_uthread *t)
     weft_spin_unlock(&q->lock);
 }
 
+/* thread_yield_ws(): t to the back, the front out, under one lock. */
 static struct weft_uthread *thread_yield_ws(struct weft_uthread *t)
 {
     struct rq *q = &rqs[weft_uthread_link(t)->vcore]; /* it just ran here */
     weft_spin_lock(&q->lock);
-    struct weft_uthread *next = q->head;
-    if (next) { /* rotate: t to the back, the front out */
-        q->head = weft_uthread_link(next)->next;
-        weft_uthread_link(t)->next = NULL;
-        if (q->head)
-            weft_uthread_link(q->tail)->next = t;
-        else
-            q->head = t;
-        q->tail = t;
-    } else {
-        next = t;
-    }
+    struct weft_uthread *next = pop_locked(q);
+    if (next)
+        push_locked(q, t);
     weft_spin_unlock(&q->lock);
-    return next;
+    return next ? next : t;
 }
 
 static int init_ws(int nvcores)
