@@ -65,6 +65,7 @@ typedef struct weft_uthread *weft_t;
 /* Spawn attributes. A zero-filled weft_attr_t means all defaults. */
 typedef struct {
     size_t stack_size;   /* 0 = runtime default; rounded up to at least 16 KiB
+                            (64 KiB in sanitizer builds)
                             and to whole pages; above 1 GiB is EINVAL */
     int prio;            /* priority for schedulers that use one */
     unsigned flags;      /* WEFT_* flags below */
