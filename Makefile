@@ -11,7 +11,7 @@ CTEST_J  ?= 2
 SAN_CC   ?= clang-19
 GEN      := -G Ninja
 
-.PHONY: all build test test-normal test-asan test-tsan cross report install clean deps-core deps-test deps-bench
+.PHONY: install-check all build test test-normal test-asan test-tsan cross report install clean deps-core deps-test deps-bench
 
 all: build
 
@@ -23,7 +23,7 @@ build: deps-core
 	cmake -S . -B build $(GEN) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build build -j $(JOBS)
 
-test: deps-test test-normal test-asan test-tsan cross
+test: deps-test test-normal install-check test-asan test-tsan cross
 	@echo "make test: all builds passed"
 
 test-normal: deps-test
@@ -40,6 +40,10 @@ test-tsan: deps-test
 	cmake -S . -B build-tsan $(GEN) -DCMAKE_C_COMPILER=$(SAN_CC) -DWEFT_SANITIZE=thread >/dev/null
 	cmake --build build-tsan -j $(JOBS)
 	ctest --test-dir build-tsan --output-on-failure -j $(CTEST_J)
+
+# make install works: pkg-config and find_package(weft) both build examples/hello.c.
+install-check: test-normal
+	scripts/check-install.sh build-test
 
 # aarch64: cross-compile the library and a smoke test, run it under qemu-user.
 cross: deps-test

@@ -135,6 +135,7 @@ int weft_setprio(weft_t t, int prio);
 }
 #endif
 
+#include <weft/sched.h>
 #include <weft/sync.h>
 
 #endif /* WEFT_WEFT_H */
