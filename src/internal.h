@@ -120,8 +120,9 @@ struct weft__runtime {
     _Atomic int nparked;             /* vcores on the idle list */
     uint32_t idle_lock;              /* spinlock: idle list, vcore->parked */
     struct weft__vcore *idle;        /* parked vcores, LIFO */
-    _Atomic int timer_sleeper;       /* vcore sleeping with the timer deadline, or -1 */
-    _Atomic uint64_t timer_sleep_until; /* the deadline it sleeps for */
+    int timer_sleeper;               /* vcore sleeping until the timer deadline, or -1;
+                                        guarded by idle_lock */
+    uint64_t timer_sleep_until;      /* the deadline it sleeps for; guarded by idle_lock */
     _Alignas(WEFT__CACHELINE) uint32_t live; /* atomic: uthreads not yet finished; futex for shutdown */
     _Atomic uint64_t next_id;        /* uthread ids */
     _Atomic unsigned spawn_rr;       /* round robin for spawns from outside */
@@ -229,6 +230,9 @@ int weft__wait(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *w,
 void weft__waiter_wake(struct weft__waiter *w);
 /* weft__waiter_wake_list() wakes a NULL-terminated list linked by next. */
 void weft__waiter_wake_list(struct weft__waiter *w);
+
+/* weft__futex_waiters() counts the sleepers on addr in the futex table. */
+int weft__futex_waiters(const uint32_t *addr);
 
 /* weft__deadline_check() validates a deadline: 0 fine, EINVAL if absurd. */
 static inline int weft__deadline_check(uint64_t d)

@@ -485,27 +485,43 @@ static void vcore_park(struct weft__vcore *vc)
     weft__spin_unlock(&rt->idle_lock);
     vc->idle = WEFT__PARKING;
     atomic_fetch_sub(&rt->nspinning, 1);
+    /* A full fence on every architecture (an aarch64 RMW without LSE is not
+     * one); partner: the fence in weft_vcore_kick / weft_vcore_wake. */
+    atomic_thread_fence(memory_order_seq_cst);
 
     rt->ops->sched_entry(); /* returns only if there is still nothing */
 
+    /* Timer duty: the sleeper and the deadline it sleeps for change together
+     * under idle_lock, and the deadline published is exactly the one we
+     * sleep for (partner: weft__vcore_wake_for_timer). */
     uint64_t deadline = UINT64_MAX;
-    bool timer_duty = false;
-    int none = -1;
-    uint64_t next = weft__timers_next();
-    if (next != UINT64_MAX && atomic_compare_exchange_strong(&rt->timer_sleeper, &none, vc->id)) {
-        timer_duty = true;
-        atomic_store(&rt->timer_sleep_until, next);
-        deadline = weft__timers_next(); /* may have moved before we published */
+    weft__spin_lock(&rt->idle_lock);
+    if (rt->timer_sleeper < 0 && (deadline = weft__timers_next()) != UINT64_MAX) {
+        rt->timer_sleeper = vc->id;
+        rt->timer_sleep_until = deadline;
     }
+    weft__spin_unlock(&rt->idle_lock);
     while (atomic_load_explicit(WEFT__AT(&vc->park_word), memory_order_acquire) == 0 &&
            atomic_load_explicit(&rt->state, memory_order_relaxed) == WEFT__RUNNING_RT) {
         if (weft__futex_wait(&vc->park_word, 0, deadline) == ETIMEDOUT)
             break;
     }
-    if (timer_duty) {
-        atomic_store(&rt->timer_sleep_until, UINT64_MAX);
-        atomic_store(&rt->timer_sleeper, -1);
+    struct weft__vcore *heir = NULL; /* who takes over the timer duty */
+    weft__spin_lock(&rt->idle_lock);
+    if (rt->timer_sleeper == vc->id) {
+        rt->timer_sleeper = -1;
+        rt->timer_sleep_until = UINT64_MAX;
+        /* Kicked awake for work while timers wait: hand the duty on, or the
+         * timers would wait for our next scheduling decision. */
+        if (atomic_load_explicit(&vc->parked, memory_order_relaxed) == false &&
+            weft__timers_next() != UINT64_MAX && (heir = rt->idle) != NULL) {
+            idle_remove_locked(heir);
+            atomic_fetch_add(&rt->nspinning, 1);
+        }
     }
+    weft__spin_unlock(&rt->idle_lock);
+    if (heir)
+        vcore_signal(heir); /* it spins, then parks with the duty */
 
     weft__spin_lock(&rt->idle_lock);
     bool still_parked = atomic_load_explicit(&vc->parked, memory_order_relaxed);
@@ -522,13 +538,16 @@ static void vcore_park(struct weft__vcore *vc)
 void weft__vcore_wake_for_timer(uint64_t deadline)
 {
     struct weft__runtime *rt = &weft__rt;
-    int s = atomic_load(&rt->timer_sleeper);
-    if (s >= 0) {
-        if (deadline < atomic_load(&rt->timer_sleep_until))
-            vcore_signal(&rt->vcores[s]); /* it re-reads the nearest deadline */
-        return;
-    }
-    weft_vcore_kick(-1); /* a parked vcore wakes and takes the timer duty */
+    struct weft__vcore *sleeper = NULL;
+    weft__spin_lock(&rt->idle_lock); /* partner: the duty section of vcore_park */
+    int s = rt->timer_sleeper;
+    if (s >= 0 && deadline < rt->timer_sleep_until)
+        sleeper = &rt->vcores[s];
+    weft__spin_unlock(&rt->idle_lock);
+    if (sleeper)
+        vcore_signal(sleeper); /* it re-reads the nearest deadline */
+    else if (s < 0)
+        weft_vcore_kick(-1); /* a parked vcore wakes and takes the duty */
 }
 
 /* vcore_idle(): nothing to run; spin for a while, then park. */
@@ -633,8 +652,8 @@ int weft_init(const struct weft_config *cfg)
     rt->idle = NULL;
     atomic_store(&rt->nspinning, 0);
     atomic_store(&rt->nparked, 0);
-    atomic_store(&rt->timer_sleeper, -1);
-    atomic_store(&rt->timer_sleep_until, UINT64_MAX);
+    rt->timer_sleeper = -1;
+    rt->timer_sleep_until = UINT64_MAX;
     rt->vcores = aligned_alloc(WEFT__CACHELINE, sizeof *rt->vcores * (size_t)s.vcores);
     if (!rt->vcores) {
         r = ENOMEM;

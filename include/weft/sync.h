@@ -11,7 +11,12 @@
  * ETIMEDOUT). Static initialisers make init calls optional.
  *
  * The struct fields are private; they are visible only so that objects can be
- * embedded and statically initialised.
+ * embedded and statically initialised. Blocked threads wait in a table keyed
+ * by address, not inside the object, and no call touches an object after the
+ * moment it lets another thread proceed: a mutex may be destroyed and freed
+ * by whoever locks it next right after an unlock, a condition variable right
+ * after a broadcast, a semaphore by the thread its post woke (as POSIX
+ * allows).
  */
 #ifndef WEFT_SYNC_H
 #define WEFT_SYNC_H
@@ -41,11 +46,10 @@ typedef struct weft_mutex {
     uint32_t kind;               /* WEFT_MUTEX_*; fixed at init */
     void *owner;                 /* atomic: owner token; written by the owner */
     uint32_t depth;              /* recursion depth; owner only */
-    struct weft__waitq q;        /* blocked lockers */
 } weft_mutex_t;
 
-#define WEFT_MUTEX_INIT           { 0, WEFT_MUTEX_PLAIN, 0, 0, { 0, 0, 0, 0 } }
-#define WEFT_MUTEX_RECURSIVE_INIT { 0, WEFT_MUTEX_RECURSIVE, 0, 0, { 0, 0, 0, 0 } }
+#define WEFT_MUTEX_INIT           { 0, WEFT_MUTEX_PLAIN, 0, 0 }
+#define WEFT_MUTEX_RECURSIVE_INIT { 0, WEFT_MUTEX_RECURSIVE, 0, 0 }
 
 /* weft_mutex_init() sets up m of the given kind. Returns 0 or EINVAL. */
 int weft_mutex_init(weft_mutex_t *m, int kind);
@@ -65,19 +69,20 @@ int weft_mutex_unlock(weft_mutex_t *m);
 /* ---- condition variable -------------------------------------------------- */
 
 typedef struct weft_cond {
-    struct weft__waitq q;        /* blocked waiters */
+    uint32_t seq;                /* atomic: bumped by every signal and broadcast */
 } weft_cond_t;
 
-#define WEFT_COND_INIT { { 0, 0, 0, 0 } }
+#define WEFT_COND_INIT { 0 }
 
 /* weft_cond_init() sets up c. Returns 0. */
 int weft_cond_init(weft_cond_t *c);
 /* weft_cond_destroy() returns 0, or EBUSY if uthreads wait on c. */
 int weft_cond_destroy(weft_cond_t *c);
 /* weft_cond_wait() atomically releases m and waits for a signal, then
- * reacquires m (also on error). Returns 0, or EPERM if the caller does not
- * hold m (nothing done). Spurious wake-ups do not happen but callers should
- * loop on their predicate anyway. A recursive m must be held exactly once. */
+ * reacquires m (also on timeout). Returns 0, or EPERM if the caller does not
+ * hold m (nothing done). A wake-up is never lost; a spurious one is possible
+ * (rarely: a signal racing with the wait), so loop on your predicate. A
+ * recursive m must be held exactly once. */
 int weft_cond_wait(weft_cond_t *c, weft_mutex_t *m);
 /* weft_cond_timedwait() is weft_cond_wait() with a deadline: ETIMEDOUT, EINVAL. */
 int weft_cond_timedwait(weft_cond_t *c, weft_mutex_t *m, uint64_t deadline_ns);
@@ -91,11 +96,10 @@ int weft_cond_broadcast(weft_cond_t *c);
 #define WEFT_SEM_VALUE_MAX 0x7fffffff
 
 typedef struct weft_sem {
-    uint32_t value;              /* atomic: units available */
-    struct weft__waitq q;        /* blocked waiters; a post hands its unit to the first */
+    uint64_t state;              /* atomic: units available (low 32 bits), waiters (high 32) */
 } weft_sem_t;
 
-#define WEFT_SEM_INIT(v) { (v), { 0, 0, 0, 0 } }
+#define WEFT_SEM_INIT(v) { (uint64_t)(uint32_t)(v) }
 
 /* weft_sem_init() sets s to value. Returns 0, or EINVAL if value is negative
  * or above WEFT_SEM_VALUE_MAX. */
@@ -108,8 +112,8 @@ int weft_sem_wait(weft_sem_t *s);
 int weft_sem_trywait(weft_sem_t *s);
 /* weft_sem_timedwait() is weft_sem_wait() with a deadline: ETIMEDOUT, EINVAL. */
 int weft_sem_timedwait(weft_sem_t *s, uint64_t deadline_ns);
-/* weft_sem_post() adds one unit, handing it straight to the longest waiter if
- * any. Returns 0, or EOVERFLOW (s unchanged) at WEFT_SEM_VALUE_MAX. */
+/* weft_sem_post() adds one unit and wakes the longest waiter, if any.
+ * Returns 0, or EOVERFLOW (s unchanged) at WEFT_SEM_VALUE_MAX. */
 int weft_sem_post(weft_sem_t *s);
 /* weft_sem_value() returns the units available now (never negative). */
 int weft_sem_value(weft_sem_t *s);
@@ -120,8 +124,8 @@ int weft_sem_value(weft_sem_t *s);
 
 typedef struct weft_barrier {
     uint32_t count;              /* threads per phase; fixed at init */
-    uint32_t arrived;            /* arrived in this phase; guarded by q.lock */
-    struct weft__waitq q;        /* arrived and waiting */
+    uint32_t arrived;            /* atomic: arrived in this phase */
+    uint32_t phase;              /* atomic: bumped by the last to arrive */
 } weft_barrier_t;
 
 /* weft_barrier_init() sets up b for count threads. Returns 0, or EINVAL if

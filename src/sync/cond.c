@@ -1,9 +1,16 @@
 /*
- * cond.c — weft_cond_t. A waiter queues itself on the condition's queue
- * before it releases the mutex, both under the queue lock, so a signal sent
- * after the release finds it (lock order: cond queue, then mutex queue).
+ * cond.c — weft_cond_t: a sequence word and weft's futex table.
+ *
+ * A waiter reads the sequence while it holds the mutex, releases the mutex
+ * and sleeps while the sequence is unchanged; signal and broadcast bump the
+ * sequence and wake one or all sleepers by address. A signal that lands
+ * between the release and the sleep changes the sequence, so the sleep does
+ * not happen: nothing is lost. Wakers never touch the condition after the
+ * bump, and woken waiters never touch it again, so it may be destroyed right
+ * after a broadcast.
  */
 #include <errno.h>
+#include <limits.h>
 
 #include "internal.h"
 
@@ -15,10 +22,7 @@ int weft_cond_init(weft_cond_t *c)
 
 int weft_cond_destroy(weft_cond_t *c)
 {
-    weft__spin_lock(&c->q.lock);
-    bool busy = c->q.n != 0;
-    weft__spin_unlock(&c->q.lock);
-    return busy ? EBUSY : 0;
+    return weft__futex_waiters(&c->seq) ? EBUSY : 0;
 }
 
 int weft_cond_timedwait(weft_cond_t *c, weft_mutex_t *m, uint64_t deadline_ns)
@@ -27,19 +31,9 @@ int weft_cond_timedwait(weft_cond_t *c, weft_mutex_t *m, uint64_t deadline_ns)
         return EINVAL;
     if (__atomic_load_n(&m->owner, __ATOMIC_RELAXED) != weft__self_token() || m->depth != 1)
         return EPERM;
-    struct weft__waiter w;
-    weft__waiter_init(&w);
-    weft__spin_lock(&c->q.lock);
-    weft__waitq_push(&c->q, &w);
+    uint32_t seq = atomic_load_explicit(WEFT__AT(&c->seq), memory_order_relaxed);
     weft_mutex_unlock(m);
-    int r;
-    if (deadline_ns != WEFT_FOREVER && weft_now_ns() >= deadline_ns) {
-        weft__waitq_remove(&c->q, &w);
-        weft__spin_unlock(&c->q.lock);
-        r = ETIMEDOUT;
-    } else {
-        r = weft__wait(&c->q.lock, &c->q, &w, deadline_ns, WEFT_BLOCK_SYNC);
-    }
+    int r = weft_futex_wait(&c->seq, seq, deadline_ns);
     weft_mutex_lock(m);
     return r == ETIMEDOUT ? ETIMEDOUT : 0;
 }
@@ -49,21 +43,20 @@ int weft_cond_wait(weft_cond_t *c, weft_mutex_t *m)
     return weft_cond_timedwait(c, m, WEFT_FOREVER);
 }
 
+static int bump_and_wake(weft_cond_t *c, int n)
+{
+    uint32_t *seq = &c->seq;
+    atomic_fetch_add_explicit(WEFT__AT(seq), 1, memory_order_release);
+    weft_futex_wake(seq, n);
+    return 0;
+}
+
 int weft_cond_signal(weft_cond_t *c)
 {
-    weft__spin_lock(&c->q.lock);
-    struct weft__waiter *w = weft__waitq_pop(&c->q);
-    weft__spin_unlock(&c->q.lock);
-    if (w)
-        weft__waiter_wake(w);
-    return 0;
+    return bump_and_wake(c, 1);
 }
 
 int weft_cond_broadcast(weft_cond_t *c)
 {
-    weft__spin_lock(&c->q.lock);
-    struct weft__waiter *all = weft__waitq_take_all(&c->q);
-    weft__spin_unlock(&c->q.lock);
-    weft__waiter_wake_list(all);
-    return 0;
+    return bump_and_wake(c, INT_MAX);
 }

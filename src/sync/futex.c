@@ -66,3 +66,14 @@ int weft_futex_wake(uint32_t *addr, int n)
     weft__waiter_wake_list(wake);
     return woken;
 }
+
+int weft__futex_waiters(const uint32_t *addr)
+{
+    struct bucket *b = bucket_of(addr);
+    int n = 0;
+    weft__spin_lock(&b->q.lock);
+    for (struct weft__waiter *w = b->q.head; w; w = w->next)
+        n += w->data == (uintptr_t)addr;
+    weft__spin_unlock(&b->q.lock);
+    return n;
+}

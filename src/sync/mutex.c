@@ -1,16 +1,14 @@
 /*
  * mutex.c — weft_mutex_t: plain and recursive, with owner checking.
  *
- * state: 0 free, 1 held, 2 held and maybe waiters. Lock is one CAS 0 -> 1 in
- * the common case; unlock is one exchange to 0, plus a wake when it was 2.
- * A contended locker first spins (only when more than one vcore runs: with
- * one, the holder cannot run while we spin), then takes the queue lock,
- * marks the mutex 2 and queues itself, unless the exchange found it free. The
- * unlocker wakes the oldest waiter, which competes again (no hand-off: a
- * hand-off convoys every critical section behind a wake-up). A woken waiter
- * always locks with state 2, so the next unlock looks at the queue again.
- * No wake-up is lost: a waiter queues itself only after setting 2 under the
- * queue lock, and an unlocker that saw 2 takes the same lock to pop.
+ * The futex mutex of "Futexes Are Tricky" over weft's own futex table:
+ * state 0 free, 1 held, 2 held and maybe waiters. Lock is one CAS 0 -> 1 when
+ * free; a contended locker spins a little (only when another vcore could be
+ * running the holder), then swaps in 2 and sleeps on the word while it reads
+ * non-zero. Unlock swaps in 0 and, if it was 2, wakes one sleeper by address:
+ * after the swap it never touches the mutex again, so the next owner may
+ * destroy and free it at once. A woken sleeper competes again (no hand-off:
+ * a hand-off convoys every critical section behind a wake-up).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -18,7 +16,9 @@
 
 #include "internal.h"
 
-/* Spin iterations before parking; WEFT_MUTEX_SPIN overrides (0 = never spin). */
+#define STATE(m) WEFT__AT(&(m)->state)
+
+/* Spin iterations before sleeping; WEFT_MUTEX_SPIN overrides (0 = never). */
 static int spin_limit = -1;
 
 static int mutex_spin_limit(void)
@@ -34,8 +34,6 @@ static int mutex_spin_limit(void)
     return s;
 }
 
-#define STATE(m) WEFT__AT(&(m)->state)
-
 int weft_mutex_init(weft_mutex_t *m, int kind)
 {
     if (kind != WEFT_MUTEX_PLAIN && kind != WEFT_MUTEX_RECURSIVE)
@@ -47,20 +45,18 @@ int weft_mutex_init(weft_mutex_t *m, int kind)
 
 int weft_mutex_destroy(weft_mutex_t *m)
 {
-    weft__spin_lock(&m->q.lock);
-    bool busy = atomic_load(STATE(m)) != 0 || m->q.n;
-    weft__spin_unlock(&m->q.lock);
-    return busy ? EBUSY : 0;
+    return atomic_load(STATE(m)) != 0 || weft__futex_waiters(&m->state) ? EBUSY : 0;
 }
 
-static void **owner(weft_mutex_t *m)
+static void *owner_of(weft_mutex_t *m)
 {
-    return &m->owner;
+    return __atomic_load_n(&m->owner, __ATOMIC_RELAXED);
 }
 
-static int already_owned(weft_mutex_t *m, void *me)
+/* relock(): the caller already holds m: -1 if not, else the result. */
+static int relock(weft_mutex_t *m, void *me)
 {
-    if (__atomic_load_n(owner(m), __ATOMIC_RELAXED) != me)
+    if (owner_of(m) != me)
         return -1;
     if (m->kind != WEFT_MUTEX_RECURSIVE)
         return EDEADLK;
@@ -70,73 +66,55 @@ static int already_owned(weft_mutex_t *m, void *me)
     return 0;
 }
 
-static void took(weft_mutex_t *m, void *me)
+static int took(weft_mutex_t *m, void *me)
 {
-    __atomic_store_n(owner(m), me, __ATOMIC_RELAXED);
+    __atomic_store_n(&m->owner, me, __ATOMIC_RELAXED);
     m->depth = 1;
+    return 0;
+}
+
+static bool try_fast(weft_mutex_t *m)
+{
+    uint32_t zero = 0;
+    return atomic_compare_exchange_strong_explicit(STATE(m), &zero, 1, memory_order_acquire,
+                                                   memory_order_relaxed);
 }
 
 int weft_mutex_trylock(weft_mutex_t *m)
 {
     void *me = weft__self_token();
-    uint32_t zero = 0;
-    if (atomic_compare_exchange_strong_explicit(STATE(m), &zero, 1, memory_order_acquire,
-                                                memory_order_relaxed)) {
-        took(m, me);
-        return 0;
-    }
-    int r = already_owned(m, me);
+    if (try_fast(m))
+        return took(m, me);
+    int r = relock(m, me);
     return r >= 0 ? r : EBUSY;
 }
 
 static int lock_slow(weft_mutex_t *m, void *me, uint64_t deadline)
 {
-    int r = already_owned(m, me);
+    int r = relock(m, me);
     if (r >= 0)
         return r;
-    if (weft__deadline_check(deadline))
-        return EINVAL;
     if (weft_num_vcores() > 1) {
         for (int i = mutex_spin_limit(); i > 0; i--) {
             uint32_t s = atomic_load_explicit(STATE(m), memory_order_relaxed);
-            if (s == 0 && atomic_compare_exchange_weak_explicit(STATE(m), &s, 1, memory_order_acquire,
-                                                                memory_order_relaxed)) {
-                took(m, me);
-                return 0;
-            }
+            if (s == 0 && try_fast(m))
+                return took(m, me);
             if (s == 2)
                 break; /* others already sleep: join them */
             weft__cpu_relax();
         }
     }
-    for (;;) {
-        weft__spin_lock(&m->q.lock);
-        if (atomic_exchange_explicit(STATE(m), 2, memory_order_acquire) == 0) {
-            weft__spin_unlock(&m->q.lock);
-            took(m, me);
-            return 0;
-        }
-        if (deadline != WEFT_FOREVER && weft_now_ns() >= deadline) {
-            weft__spin_unlock(&m->q.lock);
+    while (atomic_exchange_explicit(STATE(m), 2, memory_order_acquire) != 0)
+        if (weft_futex_wait(&m->state, 2, deadline) == ETIMEDOUT)
             return ETIMEDOUT;
-        }
-        struct weft__waiter w;
-        weft__waiter_init(&w);
-        weft__waitq_push(&m->q, &w);
-        if (weft__wait(&m->q.lock, &m->q, &w, deadline, WEFT_BLOCK_SYNC) == ETIMEDOUT)
-            return ETIMEDOUT;
-    }
+    return took(m, me);
 }
 
 int weft_mutex_lock(weft_mutex_t *m)
 {
     void *me = weft__self_token();
-    uint32_t zero = 0;
-    if (WEFT__LIKELY(atomic_compare_exchange_strong_explicit(STATE(m), &zero, 1, memory_order_acquire,
-                                                             memory_order_relaxed))) {
-        took(m, me);
-        return 0;
-    }
+    if (WEFT__LIKELY(try_fast(m)))
+        return took(m, me);
     return lock_slow(m, me, WEFT_FOREVER);
 }
 
@@ -145,29 +123,20 @@ int weft_mutex_timedlock(weft_mutex_t *m, uint64_t deadline_ns)
     if (weft__deadline_check(deadline_ns))
         return EINVAL;
     void *me = weft__self_token();
-    uint32_t zero = 0;
-    if (atomic_compare_exchange_strong_explicit(STATE(m), &zero, 1, memory_order_acquire,
-                                                memory_order_relaxed)) {
-        took(m, me);
-        return 0;
-    }
+    if (try_fast(m))
+        return took(m, me);
     return lock_slow(m, me, deadline_ns);
 }
 
 int weft_mutex_unlock(weft_mutex_t *m)
 {
-    void *me = weft__self_token();
-    if (__atomic_load_n(owner(m), __ATOMIC_RELAXED) != me || atomic_load_explicit(STATE(m), memory_order_relaxed) == 0)
+    if (owner_of(m) != weft__self_token() || atomic_load_explicit(STATE(m), memory_order_relaxed) == 0)
         return EPERM;
     if (--m->depth > 0)
         return 0;
-    __atomic_store_n(owner(m), NULL, __ATOMIC_RELAXED);
-    if (WEFT__LIKELY(atomic_exchange_explicit(STATE(m), 0, memory_order_release) == 1))
-        return 0;
-    weft__spin_lock(&m->q.lock);
-    struct weft__waiter *w = weft__waitq_pop(&m->q);
-    weft__spin_unlock(&m->q.lock);
-    if (w)
-        weft__waiter_wake(w);
+    __atomic_store_n(&m->owner, NULL, __ATOMIC_RELAXED);
+    uint32_t *word = &m->state;
+    if (atomic_exchange_explicit(WEFT__AT(word), 0, memory_order_release) == 2)
+        weft_futex_wake(word, 1); /* by address: m itself may be gone already */
     return 0;
 }

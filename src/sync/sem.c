@@ -1,65 +1,75 @@
 /*
- * sem.c — weft_sem_t, a counting semaphore. wait takes a unit with one CAS
- * when there is one; post, under the queue lock, hands its unit straight to
- * the oldest waiter if there is one and adds it to the count only otherwise,
- * so a unit is never both counted and given, and never lost.
+ * sem.c — weft_sem_t, a counting semaphore in one 64-bit word: the units
+ * (low 32 bits, also the futex word sleepers wait on) and the sleepers
+ * (high 32 bits). A post adds a unit and learns whether anyone sleeps in the
+ * same atomic step, then wakes one sleeper by address: it never touches the
+ * semaphore after the unit is visible, so the thread it wakes may destroy it.
+ * A sleeper registers, then takes a unit and deregisters in one CAS.
  */
 #include <errno.h>
 
 #include "internal.h"
 
-#define VALUE(s) WEFT__AT(&(s)->value)
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "sem.c sleeps on the low half of a 64-bit word: little-endian only"
+#endif
+
+#define STATE(s)   ((_Atomic uint64_t *)(void *)&(s)->state)
+#define UNITS(v)   ((uint32_t)(v))
+#define SLEEPERS(v) ((uint32_t)((v) >> 32))
+#define ONE_SLEEPER (1ull << 32)
 
 int weft_sem_init(weft_sem_t *s, int value)
 {
     if (value < 0)
         return EINVAL;
-    *s = (weft_sem_t)WEFT_SEM_INIT((uint32_t)value);
+    *s = (weft_sem_t)WEFT_SEM_INIT(value);
     return 0;
 }
 
 int weft_sem_destroy(weft_sem_t *s)
 {
-    weft__spin_lock(&s->q.lock);
-    bool busy = s->q.n != 0;
-    weft__spin_unlock(&s->q.lock);
-    return busy ? EBUSY : 0;
+    return SLEEPERS(atomic_load(STATE(s))) ? EBUSY : 0;
 }
 
-static bool take(weft_sem_t *s)
+/* take() takes a unit if there is one; dereg also drops our sleeper count. */
+static bool take(weft_sem_t *s, uint64_t dereg)
 {
-    uint32_t v = atomic_load_explicit(VALUE(s), memory_order_relaxed);
-    while (v > 0)
-        if (atomic_compare_exchange_weak_explicit(VALUE(s), &v, v - 1, memory_order_acquire,
-                                                  memory_order_relaxed))
+    uint64_t v = atomic_load_explicit(STATE(s), memory_order_relaxed);
+    while (UNITS(v) > 0)
+        if (atomic_compare_exchange_weak_explicit(STATE(s), &v, v - 1 - dereg,
+                                                  memory_order_acquire, memory_order_relaxed))
             return true;
     return false;
 }
 
 int weft_sem_trywait(weft_sem_t *s)
 {
-    return take(s) ? 0 : EAGAIN;
+    return take(s, 0) ? 0 : EAGAIN;
 }
 
 int weft_sem_timedwait(weft_sem_t *s, uint64_t deadline_ns)
 {
     if (weft__deadline_check(deadline_ns))
         return EINVAL;
-    if (take(s))
+    if (take(s, 0))
         return 0;
-    weft__spin_lock(&s->q.lock);
-    if (take(s)) {
-        weft__spin_unlock(&s->q.lock);
-        return 0;
+    atomic_fetch_add_explicit(STATE(s), ONE_SLEEPER, memory_order_relaxed);
+    for (;;) {
+        if (take(s, ONE_SLEEPER))
+            return 0;
+        if (weft_futex_wait((uint32_t *)(void *)&s->state, 0, deadline_ns) != ETIMEDOUT)
+            continue;
+        /* Out of time: leave, unless a unit came meanwhile (then take it,
+         * so a post that woke us is not stranded). */
+        uint64_t v = atomic_load_explicit(STATE(s), memory_order_relaxed);
+        for (;;) {
+            uint64_t next = UNITS(v) ? v - 1 - ONE_SLEEPER : v - ONE_SLEEPER;
+            if (atomic_compare_exchange_weak_explicit(STATE(s), &v, next, memory_order_acquire,
+                                                      memory_order_relaxed))
+                return UNITS(v) ? 0 : ETIMEDOUT;
+        }
     }
-    if (deadline_ns != WEFT_FOREVER && weft_now_ns() >= deadline_ns) {
-        weft__spin_unlock(&s->q.lock);
-        return ETIMEDOUT;
-    }
-    struct weft__waiter w;
-    weft__waiter_init(&w);
-    weft__waitq_push(&s->q, &w);
-    return weft__wait(&s->q.lock, &s->q, &w, deadline_ns, WEFT_BLOCK_SYNC);
 }
 
 int weft_sem_wait(weft_sem_t *s)
@@ -69,22 +79,19 @@ int weft_sem_wait(weft_sem_t *s)
 
 int weft_sem_post(weft_sem_t *s)
 {
-    weft__spin_lock(&s->q.lock);
-    struct weft__waiter *w = weft__waitq_pop(&s->q);
-    if (!w) {
-        if (atomic_load_explicit(VALUE(s), memory_order_relaxed) >= WEFT_SEM_VALUE_MAX) {
-            weft__spin_unlock(&s->q.lock);
+    uint32_t *word = (uint32_t *)(void *)&s->state;
+    uint64_t v = atomic_load_explicit(STATE(s), memory_order_relaxed);
+    do {
+        if (UNITS(v) >= WEFT_SEM_VALUE_MAX)
             return EOVERFLOW;
-        }
-        atomic_fetch_add_explicit(VALUE(s), 1, memory_order_release);
-    }
-    weft__spin_unlock(&s->q.lock);
-    if (w)
-        weft__waiter_wake(w); /* the unit is its own: status 0 */
+    } while (!atomic_compare_exchange_weak_explicit(STATE(s), &v, v + 1, memory_order_release,
+                                                    memory_order_relaxed));
+    if (SLEEPERS(v))
+        weft_futex_wake(word, 1); /* by address: s itself may be gone already */
     return 0;
 }
 
 int weft_sem_value(weft_sem_t *s)
 {
-    return (int)atomic_load_explicit(VALUE(s), memory_order_relaxed);
+    return (int)UNITS(atomic_load_explicit(STATE(s), memory_order_relaxed));
 }
