@@ -5,7 +5,7 @@
  * A stack is one anonymous mapping, committed lazily by the kernel:
  *
  *     map                stack_lo                               top of mapping
- *     | guard (PROT_NONE) | usable stack ...  grows down <- | struct weft_uthread |
+ *     | guard (64 KiB, PROT_NONE) | usable stack ...  grows down <- | struct weft_uthread |
  *
  * The uthread struct lives at the top, so a spawn costs one mapping (or none,
  * from a cache) and touches one or two pages. A guarded stack costs the
@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,8 @@
 
 #define VCORE_CACHE_MAX  64
 #define GLOBAL_CACHE_MAX 1024
+#define GUARD_SIZE       (64 * 1024) /* PROT_NONE below each stack: large frames
+                                        must not step over it into the mapping below */
 #define CANARY_WORDS     8
 #define CANARY           0x5741524e46544557ull /* "WEFTNRAW" */
 #if defined(WEFT_ASAN) || defined(WEFT_TSAN)
@@ -116,14 +119,18 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
             abort();
         }
     }
-    /* Not ours: hand it to whoever had SIGSEGV before. */
-    if (old_segv.sa_flags & SA_SIGINFO) {
-        old_segv.sa_sigaction(sig, si, uc);
-    } else if (old_segv.sa_handler != SIG_DFL && old_segv.sa_handler != SIG_IGN) {
-        old_segv.sa_handler(sig);
-    } else {
+    /* Not ours: hand it to whoever had SIGSEGV before, with its mask. */
+    if (old_segv.sa_handler == SIG_DFL || old_segv.sa_handler == SIG_IGN) {
         signal(SIGSEGV, SIG_DFL); /* re-executing the access kills us as usual */
+        return;
     }
+    sigset_t saved;
+    pthread_sigmask(SIG_BLOCK, &old_segv.sa_mask, &saved);
+    if (old_segv.sa_flags & SA_SIGINFO)
+        old_segv.sa_sigaction(sig, si, uc);
+    else
+        old_segv.sa_handler(sig);
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
 }
 
 void weft__stack_check(struct weft_uthread *t)
@@ -232,7 +239,8 @@ static bool take_guard(void)
 static struct weft_uthread *map_new(size_t size)
 {
     bool guarded = take_guard();
-    size_t map_size = size + (guarded ? weft__page_size : 0);
+    size_t guard = GUARD_SIZE > weft__page_size ? GUARD_SIZE : weft__page_size;
+    size_t map_size = size + (guarded ? guard : 0);
     char *m = mmap(NULL, map_size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
     if (m == MAP_FAILED) {
@@ -240,11 +248,11 @@ static struct weft_uthread *map_new(size_t size)
             atomic_fetch_sub(&guarded_live, 1);
         return NULL;
     }
-    if (guarded && mprotect(m, weft__page_size, PROT_NONE) != 0) {
+    if (guarded && mprotect(m, guard, PROT_NONE) != 0) {
         atomic_fetch_sub(&guarded_live, 1); /* out of mappings: live without the guard */
         guarded = false;
     }
-    char *lo = m + (guarded ? weft__page_size : 0);
+    char *lo = m + (guarded ? guard : 0);
     size_t hdr = (sizeof(struct weft_uthread) + WEFT__CACHELINE - 1) & ~(size_t)(WEFT__CACHELINE - 1);
     struct weft_uthread *t = (struct weft_uthread *)(void *)(m + map_size - hdr);
     memset(t, 0, sizeof *t);

@@ -135,6 +135,8 @@ void weft_spin_lock_slow(weft_spinlock_t *l)
     weft__spin_lock_slow(&l->v);
 }
 
+/* The futex wrappers leave errno as they found it: weft's sync calls promise
+ * not to touch it, also on outside kernel threads. */
 int weft__futex_wait(uint32_t *addr, uint32_t val, uint64_t deadline_ns)
 {
     struct timespec ts, *tp = NULL;
@@ -143,17 +145,20 @@ int weft__futex_wait(uint32_t *addr, uint32_t val, uint64_t deadline_ns)
         ts.tv_nsec = (long)(deadline_ns % 1000000000u);
         tp = &ts;
     }
+    int saved = errno;
     /* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline. */
     long r = syscall(SYS_futex, addr, FUTEX_WAIT_BITSET_PRIVATE, val, tp, NULL,
                      FUTEX_BITSET_MATCH_ANY);
-    if (r == 0)
-        return 0;
-    return errno == ETIMEDOUT || errno == EAGAIN || errno == EINTR ? errno : 0;
+    int e = r == 0 ? 0 : errno;
+    errno = saved;
+    return e == ETIMEDOUT || e == EAGAIN || e == EINTR ? e : 0;
 }
 
 void weft__futex_wake(uint32_t *addr, int n)
 {
+    int saved = errno;
     syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+    errno = saved;
 }
 
 uint64_t weft_now_ns(void)

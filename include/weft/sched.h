@@ -96,8 +96,8 @@ int weft_max_vcores(void);
 /* weft_uthread_yield() saves the calling uthread, switches to vcore context
  * and calls cb(self, arg) there; only then may others touch self (queue it,
  * release the lock that guards the queue). cb must arrange for someone to
- * call weft_uthread_runnable(self), or call it, or weft_run_uthread(self).
- * Returns when the uthread runs again, with its errno intact. Uthreads only. */
+ * call weft_uthread_runnable(self) later, or call it itself. Returns when the
+ * uthread runs again, with its errno intact. Uthreads only. */
 void weft_uthread_yield(void (*cb)(struct weft_uthread *self, void *arg), void *arg);
 
 /* weft_uthread_blocked() tells the scheduler that t, saved by

@@ -102,19 +102,10 @@ static struct weft_uthread *steal_half(struct rq *v, struct weft_uthread **rest,
     return first;
 }
 
-static struct weft_uthread *steal(int me)
+/* steal_from() takes about half of v's stealable uthreads: runs the first,
+ * queues the rest on me. */
+static struct weft_uthread *steal_from(struct rq *v, int me)
 {
-    if (nrq < 2)
-        return NULL;
-    int a = (int)(weft_sched_rand() % (unsigned)(nrq - 1));
-    int b = (int)(weft_sched_rand() % (unsigned)(nrq - 1));
-    a += a >= me;
-    b += b >= me;
-    unsigned la = atomic_load_explicit(&rqs[a].len, memory_order_relaxed);
-    unsigned lb = atomic_load_explicit(&rqs[b].len, memory_order_relaxed);
-    struct rq *v = &rqs[lb > la ? b : a];
-    if (!(lb > la ? lb : la))
-        return NULL;
     struct weft_uthread *rest, *first = steal_half(v, &rest, &(unsigned){ 0 });
     if (rest) {
         struct rq *q = &rqs[me];
@@ -127,6 +118,35 @@ static struct weft_uthread *steal(int me)
         weft_spin_unlock(&q->lock);
     }
     return first;
+}
+
+/* steal(): two random victims, the longer queue first; if neither has
+ * anything we may take, every other queue in turn, so that a vcore about to
+ * park never overlooks work (with many vcores two random picks can miss the
+ * one busy queue). */
+static struct weft_uthread *steal(int me)
+{
+    if (nrq < 2)
+        return NULL;
+    int a = (int)(weft_sched_rand() % (unsigned)(nrq - 1));
+    int b = (int)(weft_sched_rand() % (unsigned)(nrq - 1));
+    a += a >= me;
+    b += b >= me;
+    if (atomic_load_explicit(&rqs[b].len, memory_order_relaxed) >
+        atomic_load_explicit(&rqs[a].len, memory_order_relaxed)) {
+        int t = a;
+        a = b;
+        b = t;
+    }
+    struct weft_uthread *t = NULL;
+    if (atomic_load_explicit(&rqs[a].len, memory_order_relaxed))
+        t = steal_from(&rqs[a], me);
+    for (int i = 1; !t && i < nrq; i++) {
+        int v = (a + i) % nrq;
+        if (v != me && atomic_load_explicit(&rqs[v].len, memory_order_relaxed))
+            t = steal_from(&rqs[v], me);
+    }
+    return t;
 }
 
 static void sched_entry_ws(void)
