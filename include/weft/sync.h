@@ -70,13 +70,16 @@ int weft_mutex_unlock(weft_mutex_t *m);
 
 typedef struct weft_cond {
     uint32_t seq;                /* atomic: bumped by every signal and broadcast */
+    uint32_t waiters;            /* atomic: threads between releasing the mutex and
+                                    leaving the wait; destroy waits them out */
 } weft_cond_t;
 
-#define WEFT_COND_INIT { 0 }
+#define WEFT_COND_INIT { 0, 0 }
 
 /* weft_cond_init() sets up c. Returns 0. */
 int weft_cond_init(weft_cond_t *c);
-/* weft_cond_destroy() returns 0, or EBUSY if uthreads wait on c. */
+/* weft_cond_destroy() returns 0, or EBUSY if a thread sleeps on c; it waits
+ * (briefly) for threads a broadcast woke to leave, so c may be freed after. */
 int weft_cond_destroy(weft_cond_t *c);
 /* weft_cond_wait() atomically releases m and waits for a signal, then
  * reacquires m (also on timeout). Returns 0, or EPERM if the caller does not

@@ -6,8 +6,9 @@
  * sequence and wake one or all sleepers by address. A signal that lands
  * between the release and the sleep changes the sequence, so the sleep does
  * not happen: nothing is lost. Wakers never touch the condition after the
- * bump, and woken waiters never touch it again, so it may be destroyed right
- * after a broadcast.
+ * bump; a woken waiter's last touch is leaving the waiters count, which
+ * weft_cond_destroy() waits for, so it may be destroyed right after a
+ * broadcast.
  */
 #include <errno.h>
 #include <limits.h>
@@ -22,7 +23,14 @@ int weft_cond_init(weft_cond_t *c)
 
 int weft_cond_destroy(weft_cond_t *c)
 {
-    return weft__futex_waiters(&c->seq) ? EBUSY : 0;
+    /* A waiter is either asleep in the futex table (EBUSY), or on its way
+     * in or out: wait for it to get there or to leave. */
+    while (atomic_load_explicit(WEFT__AT(&c->waiters), memory_order_acquire)) {
+        if (weft__futex_waiters(&c->seq))
+            return EBUSY;
+        weft_yield();
+    }
+    return 0;
 }
 
 int weft_cond_timedwait(weft_cond_t *c, weft_mutex_t *m, uint64_t deadline_ns)
@@ -32,8 +40,10 @@ int weft_cond_timedwait(weft_cond_t *c, weft_mutex_t *m, uint64_t deadline_ns)
     if (__atomic_load_n(&m->owner, __ATOMIC_RELAXED) != weft__self_token() || m->depth != 1)
         return EPERM;
     uint32_t seq = atomic_load_explicit(WEFT__AT(&c->seq), memory_order_relaxed);
+    atomic_fetch_add_explicit(WEFT__AT(&c->waiters), 1, memory_order_relaxed);
     weft_mutex_unlock(m);
     int r = weft_futex_wait(&c->seq, seq, deadline_ns);
+    atomic_fetch_sub_explicit(WEFT__AT(&c->waiters), 1, memory_order_release); /* last touch of c */
     weft_mutex_lock(m);
     return r == ETIMEDOUT ? ETIMEDOUT : 0;
 }
