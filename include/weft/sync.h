@@ -129,12 +129,15 @@ typedef struct weft_barrier {
     uint32_t count;              /* threads per phase; fixed at init */
     uint32_t arrived;            /* atomic: arrived in this phase */
     uint32_t phase;              /* atomic: bumped by the last to arrive */
+    uint32_t inside;             /* atomic: threads in weft_barrier_wait(); destroy
+                                    waits for those on their way out */
 } weft_barrier_t;
 
 /* weft_barrier_init() sets up b for count threads. Returns 0, or EINVAL if
  * count is 0. */
 int weft_barrier_init(weft_barrier_t *b, unsigned count);
-/* weft_barrier_destroy() returns 0, or EBUSY if a phase is under way. */
+/* weft_barrier_destroy() returns 0, or EBUSY if a phase is under way; it
+ * waits (briefly) for released threads to leave, so b may be freed after. */
 int weft_barrier_destroy(weft_barrier_t *b);
 /* weft_barrier_wait() blocks until count threads have called it in this
  * phase. Returns WEFT_BARRIER_SERIAL to exactly one of them (the last to
