@@ -1,13 +1,14 @@
 # weft — convenience wrapper around CMake. The two commands that matter:
 #   make report   build weft and the peers, run the benchmarks, print the table
 #   make test     build normal, ASan+UBSan and TSan trees; run every test in
-#                 each at 1 vcore and at all vcores
+#                 each at 1 vcore and at all vcores, the stress tier 5 more times
 # Also: make build | make install [PREFIX=/usr/local] | make cross | make clean
 # Installs missing Debian packages through scripts/deps.sh first.
 
 PREFIX   ?= /usr/local
 JOBS     ?= $(shell nproc)
 CTEST_J  ?= 2
+STRESS_REPEAT ?= 5
 SAN_CC   ?= clang-19
 GEN      := -G Ninja
 
@@ -30,16 +31,19 @@ test-normal: deps-test
 	cmake -S . -B build-test $(GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build build-test -j $(JOBS)
 	ctest --test-dir build-test --output-on-failure -j $(CTEST_J)
+	ctest --test-dir build-test --output-on-failure -j $(CTEST_J) -L stress --repeat until-fail:$(STRESS_REPEAT)
 
 test-asan: deps-test
 	cmake -S . -B build-asan $(GEN) -DCMAKE_C_COMPILER=$(SAN_CC) -DWEFT_SANITIZE=address >/dev/null
 	cmake --build build-asan -j $(JOBS)
 	ctest --test-dir build-asan --output-on-failure -j $(CTEST_J)
+	ctest --test-dir build-asan --output-on-failure -j $(CTEST_J) -L stress --repeat until-fail:$(STRESS_REPEAT)
 
 test-tsan: deps-test
 	cmake -S . -B build-tsan $(GEN) -DCMAKE_C_COMPILER=$(SAN_CC) -DWEFT_SANITIZE=thread >/dev/null
 	cmake --build build-tsan -j $(JOBS)
 	ctest --test-dir build-tsan --output-on-failure -j $(CTEST_J)
+	ctest --test-dir build-tsan --output-on-failure -j $(CTEST_J) -L stress --repeat until-fail:$(STRESS_REPEAT)
 
 # make install works: pkg-config and find_package(weft) both build examples/hello.c.
 install-check: test-normal
