@@ -46,14 +46,17 @@ typedef struct weft_mutex {
     uint32_t kind;               /* WEFT_MUTEX_*; fixed at init */
     void *owner;                 /* atomic: owner token; written by the owner */
     uint32_t depth;              /* recursion depth; owner only */
+    uint32_t contenders;         /* atomic: threads in the slow path of lock */
 } weft_mutex_t;
 
-#define WEFT_MUTEX_INIT           { 0, WEFT_MUTEX_PLAIN, 0, 0 }
-#define WEFT_MUTEX_RECURSIVE_INIT { 0, WEFT_MUTEX_RECURSIVE, 0, 0 }
+#define WEFT_MUTEX_INIT           { 0, WEFT_MUTEX_PLAIN, 0, 0, 0 }
+#define WEFT_MUTEX_RECURSIVE_INIT { 0, WEFT_MUTEX_RECURSIVE, 0, 0, 0 }
 
 /* weft_mutex_init() sets up m of the given kind. Returns 0 or EINVAL. */
 int weft_mutex_init(weft_mutex_t *m, int kind);
-/* weft_mutex_destroy() returns 0, or EBUSY (m unchanged) if m is held or waited on. */
+/* weft_mutex_destroy() returns 0, or EBUSY (m unchanged) if m is held or a
+ * thread is inside weft_mutex_lock() on it (asleep, or woken and not yet
+ * back). */
 int weft_mutex_destroy(weft_mutex_t *m);
 /* weft_mutex_lock() acquires m, spinning briefly then blocking. Returns 0, or
  * EDEADLK if the caller holds a plain m, EAGAIN if recursion would overflow. */
@@ -82,8 +85,8 @@ int weft_cond_init(weft_cond_t *c);
  * (briefly) for threads a broadcast woke to leave, so c may be freed after. */
 int weft_cond_destroy(weft_cond_t *c);
 /* weft_cond_wait() atomically releases m and waits for a signal, then
- * reacquires m (also on timeout). Returns 0, or EPERM if the caller does not
- * hold m (nothing done). A wake-up is never lost; a spurious one is possible
+ * reacquires m (also on timeout). Returns 0, or EPERM (nothing done) if the
+ * caller does not hold m or holds a recursive m more than once. A wake-up is never lost; a spurious one is possible
  * (rarely: a signal racing with the wait), so loop on your predicate. A
  * recursive m must be held exactly once. */
 int weft_cond_wait(weft_cond_t *c, weft_mutex_t *m);
@@ -201,9 +204,10 @@ int weft_futex_wake(uint32_t *addr, int n);
 
 typedef struct weft_wg {
     uint32_t count;              /* atomic: outstanding work */
+    uint32_t gen;                /* atomic: bumped each time count reaches 0 */
 } weft_wg_t;
 
-#define WEFT_WG_INIT { 0 }
+#define WEFT_WG_INIT { 0, 0 }
 
 /* weft_wg_add() adds delta (may be negative) to the count, waking the waiters
  * when it reaches 0. Returns 0, or EINVAL (count unchanged) if it would go
@@ -211,7 +215,9 @@ typedef struct weft_wg {
 int weft_wg_add(weft_wg_t *wg, int delta);
 /* weft_wg_done() is weft_wg_add(wg, -1). */
 int weft_wg_done(weft_wg_t *wg);
-/* weft_wg_wait() blocks until the count is 0. Returns 0. */
+/* weft_wg_wait() returns once the count is 0, or has been 0 since the call
+ * began (an add right after the last done does not keep it waiting).
+ * Returns 0. */
 int weft_wg_wait(weft_wg_t *wg);
 
 #ifdef __cplusplus

@@ -27,8 +27,11 @@ int weft_barrier_destroy(weft_barrier_t *b)
 {
     if (atomic_load(WEFT__AT(&b->arrived)))
         return EBUSY;
-    while (atomic_load_explicit(WEFT__AT(&b->inside), memory_order_acquire))
+    while (atomic_load_explicit(WEFT__AT(&b->inside), memory_order_acquire)) {
+        if (atomic_load(WEFT__AT(&b->arrived)))
+            return EBUSY; /* someone arrived meanwhile: a phase is under way */
         weft_yield(); /* released threads on their way out: a few instructions each */
+    }
     return 0;
 }
 

@@ -25,10 +25,11 @@ static int mutex_spin_limit(void)
 {
     int s = __atomic_load_n(&spin_limit, __ATOMIC_RELAXED);
     if (WEFT__UNLIKELY(s < 0)) {
+        int saved = errno; /* strtol may set it: weft calls leave errno alone */
         const char *e = getenv("WEFT_MUTEX_SPIN");
-        s = e && *e ? atoi(e) : 100;
-        if (s < 0)
-            s = 0;
+        long v = e && *e ? strtol(e, NULL, 10) : 100;
+        s = v < 0 ? 0 : v > 1000000 ? 1000000 : (int)v;
+        errno = saved;
         __atomic_store_n(&spin_limit, s, __ATOMIC_RELAXED);
     }
     return s;
@@ -45,7 +46,7 @@ int weft_mutex_init(weft_mutex_t *m, int kind)
 
 int weft_mutex_destroy(weft_mutex_t *m)
 {
-    return atomic_load(STATE(m)) != 0 || weft__futex_waiters(&m->state) ? EBUSY : 0;
+    return atomic_load(STATE(m)) != 0 || atomic_load(WEFT__AT(&m->contenders)) ? EBUSY : 0;
 }
 
 static void *owner_of(weft_mutex_t *m)
@@ -104,10 +105,17 @@ static int lock_slow(weft_mutex_t *m, void *me, uint64_t deadline)
             weft__cpu_relax();
         }
     }
+    /* Counted from here until we own m or give up: destroy sees us even
+     * between a wake-up and our next try. */
+    atomic_fetch_add_explicit(WEFT__AT(&m->contenders), 1, memory_order_relaxed);
+    r = 0;
     while (atomic_exchange_explicit(STATE(m), 2, memory_order_acquire) != 0)
-        if (weft_futex_wait(&m->state, 2, deadline) == ETIMEDOUT)
-            return ETIMEDOUT;
-    return took(m, me);
+        if (weft_futex_wait(&m->state, 2, deadline) == ETIMEDOUT) {
+            r = ETIMEDOUT;
+            break;
+        }
+    atomic_fetch_sub_explicit(WEFT__AT(&m->contenders), 1, memory_order_release);
+    return r ? r : took(m, me);
 }
 
 int weft_mutex_lock(weft_mutex_t *m)

@@ -44,8 +44,11 @@ int weft_wg_add(weft_wg_t *wg, int delta)
             return EINVAL;
     } while (!atomic_compare_exchange_weak_explicit(a, &old, (uint32_t)next, memory_order_acq_rel,
                                                     memory_order_relaxed));
-    if (next == 0 && old != 0)
-        weft_futex_wake(&wg->count, INT_MAX);
+    if (next == 0 && old != 0) {
+        uint32_t *gen = &wg->gen;
+        atomic_fetch_add_explicit(WEFT__AT(gen), 1, memory_order_release);
+        weft_futex_wake(gen, INT_MAX);
+    }
     return 0;
 }
 
@@ -54,12 +57,14 @@ int weft_wg_done(weft_wg_t *wg)
     return weft_wg_add(wg, -1);
 }
 
+/* Sleep on the generation, not the count: a zero that an add undoes before
+ * we run again still ends the wait. */
 int weft_wg_wait(weft_wg_t *wg)
 {
-    for (;;) {
-        uint32_t v = atomic_load_explicit(WEFT__AT(&wg->count), memory_order_acquire);
-        if (v == 0)
-            return 0;
-        weft_futex_wait(&wg->count, v, WEFT_FOREVER);
-    }
+    uint32_t g = atomic_load_explicit(WEFT__AT(&wg->gen), memory_order_acquire);
+    if (atomic_load_explicit(WEFT__AT(&wg->count), memory_order_acquire) == 0)
+        return 0;
+    while (atomic_load_explicit(WEFT__AT(&wg->gen), memory_order_acquire) == g)
+        weft_futex_wait(&wg->gen, g, WEFT_FOREVER);
+    return 0;
 }
