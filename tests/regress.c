@@ -8,7 +8,10 @@
  *  2. destroy right after release: a mutex freed by the thread that locks it
  *     next, a condition variable freed right after a broadcast, a semaphore
  *     freed by the thread its post woke (ASan catches any later touch);
- *  3. errno: sync calls on an outside kernel thread leave errno alone.
+ *  3. errno: sync calls on an outside kernel thread leave errno alone;
+ *  4. a wait group whose zero is undone by an add before the waiter runs
+ *     still releases the waiter; a mutex whose sleeper was woken but has not
+ *     run yet is not destroyable (EBUSY).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -188,12 +191,67 @@ static void check_errno_outside(void)
     CHECK(errno == 4242, "cond_timedwait changed errno to %d", errno);
 }
 
+/* ---- 4. wait group generation, mutex contenders ------------------------------- */
+
+static weft_wg_t gwg = WEFT_WG_INIT;
+static atomic_int wg_returned;
+static weft_mutex_t cm = WEFT_MUTEX_INIT;
+
+static void *wg_waiter(void *arg)
+{
+    (void)arg;
+    CHECK_RC(weft_wg_wait(&gwg), 0);
+    atomic_store(&wg_returned, 1);
+    return NULL;
+}
+
+static void *contender(void *arg)
+{
+    (void)arg;
+    CHECK_RC(weft_mutex_lock(&cm), 0);
+    CHECK_RC(weft_mutex_unlock(&cm), 0);
+    return NULL;
+}
+
+static void *generation_main(void *arg)
+{
+    (void)arg;
+    weft_attr_t on0 = { .flags = WEFT_PINNED, .vcore = 0 };
+    /* All on vcore 0: the waiter cannot run between our done and add. */
+    CHECK_RC(weft_wg_add(&gwg, 1), 0);
+    weft_t w;
+    CHECK_RC(weft_spawn(&w, &on0, wg_waiter, NULL), 0);
+    weft_yield(); /* it runs and sleeps */
+    CHECK_RC(weft_wg_done(&gwg), 0);
+    CHECK_RC(weft_wg_add(&gwg, 1), 0);
+    join(w);
+    CHECK(atomic_load(&wg_returned) == 1, "wait group waiter not released");
+    CHECK_RC(weft_wg_done(&gwg), 0);
+
+    CHECK_RC(weft_mutex_lock(&cm), 0);
+    weft_t c;
+    CHECK_RC(weft_spawn(&c, &on0, contender, NULL), 0);
+    weft_yield(); /* it sleeps on the mutex */
+    CHECK_RC(weft_mutex_unlock(&cm), 0); /* wakes it; it has not run yet */
+    CHECK_RC(weft_mutex_trylock(&cm), 0);
+    CHECK_RC(weft_mutex_unlock(&cm), 0);
+    CHECK_RC(weft_mutex_destroy(&cm), EBUSY);
+    join(c);
+    CHECK_RC(weft_mutex_destroy(&cm), 0);
+    return (void *)1;
+}
+
 int main(void)
 {
     check_watchdog(WATCHDOG_SECS);
     check_errno_outside();
     check_timer_duty();
     CHECK(in_uthread(destroy_main, NULL) == (void *)1, "destroy after release");
+    check_phase("wait group generation, mutex contenders");
+    weft_attr_t on0 = { .flags = WEFT_PINNED, .vcore = 0 };
+    weft_t g;
+    CHECK_RC(weft_spawn(&g, &on0, generation_main, NULL), 0);
+    CHECK(join(g) == (void *)1, "generation");
     check_phase("destroy after release, from main");
     check_destroy_after_release();
     printf("regress: ok (%d vcores)\n", weft_num_vcores());
