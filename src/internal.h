@@ -135,6 +135,15 @@ extern struct weft__runtime weft__rt;
  * vcore after any switch (invariant 2). */
 struct weft__vcore *weft__vc(void);
 
+/* weft__vc_at_entry() is the same read inlined, for the hot paths: only at
+ * the start of a function, before anything that may switch, and never used
+ * after a switch in the same function. */
+extern __thread struct weft__vcore *weft__tls_vc __attribute__((tls_model("initial-exec")));
+static inline struct weft__vcore *weft__vc_at_entry(void)
+{
+    return weft__tls_vc;
+}
+
 /* weft__ensure_running() starts the runtime with defaults if it is off.
  * Returns 0 or weft_init()'s error. */
 int weft__ensure_running(void);

@@ -7,8 +7,9 @@
  *     map                stack_lo                               top of mapping
  *     | guard (64 KiB, PROT_NONE) | usable stack ...  grows down <- | struct weft_uthread |
  *
- * The uthread struct lives at the top, so a spawn costs one mapping (or none,
- * from a cache) and touches one or two pages. A guarded stack costs the
+ * The uthread struct lives at the top (shifted by a per-stack cache colour),
+ * so a spawn costs one mapping (or none, from a cache) and touches one or two
+ * pages. A guarded stack costs the
  * kernel two VMAs; vm.max_map_count bounds them (65530 by default). weft
  * keeps guarded stacks to half of that budget (or WEFT_MAX_GUARDED_STACKS);
  * past it, it says so once and maps stacks without a guard page, with a
@@ -254,7 +255,13 @@ static struct weft_uthread *map_new(size_t size)
     }
     char *lo = m + (guarded ? guard : 0);
     size_t hdr = (sizeof(struct weft_uthread) + WEFT__CACHELINE - 1) & ~(size_t)(WEFT__CACHELINE - 1);
-    struct weft_uthread *t = (struct weft_uthread *)(void *)(m + map_size - hdr);
+    /* Cache colouring: stacks are mapped at page-aligned (often 2 MiB-
+     * aligned) addresses, so the struct and the hottest stack lines of every
+     * uthread would fall into the same cache sets. Shift each by a different
+     * number of lines within a page. */
+    static _Atomic unsigned colour;
+    size_t shift = (atomic_fetch_add_explicit(&colour, 1, memory_order_relaxed) % 61) * WEFT__CACHELINE;
+    struct weft_uthread *t = (struct weft_uthread *)(void *)(m + map_size - hdr - shift);
     memset(t, 0, sizeof *t);
     t->map = m;
     t->map_size = map_size;

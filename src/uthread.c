@@ -313,7 +313,7 @@ static void yield_entry(void *arg)
 
 void weft_yield(void)
 {
-    struct weft__vcore *vc = weft__vc();
+    struct weft__vcore *vc = weft__vc_at_entry(); /* vc is not used after the switch */
     struct weft_uthread *ut = vc ? vc->current : NULL;
     if (!ut) {
         sched_yield();

@@ -87,14 +87,15 @@
 struct weft__runtime weft__rt = { .timer_sleeper = -1 };
 uint64_t weft__spin_ns = 50000;
 
-static __thread struct weft__vcore *tls_vc;
+/* initial-exec: a plain %fs/tpidr load, no __tls_get_addr (also in the SIGSEGV handler). */
+__thread struct weft__vcore *weft__tls_vc __attribute__((tls_model("initial-exec")));
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- small services ------------------------------------------------------- */
 
 WEFT__NOINLINE struct weft__vcore *weft__vc(void)
 {
-    struct weft__vcore *vc = tls_vc;
+    struct weft__vcore *vc = weft__tls_vc;
     __asm__ volatile("" : "+r"(vc)); /* not pure: never CSE'd across a switch */
     return vc;
 }
@@ -335,7 +336,7 @@ static void *vcore_thread(void *arg)
     CPU_ZERO(&set);
     CPU_SET(vc->cpu, &set);
     pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
-    tls_vc = vc;
+    weft__tls_vc = vc;
     vc->errno_addr = &errno;
     weft__san_thread(&vc->san);
     stack_t ss = { .ss_sp = vc->altstack, .ss_size = 64 * 1024, .ss_flags = 0 };
@@ -349,7 +350,7 @@ static void *vcore_thread(void *arg)
 
     ss.ss_flags = SS_DISABLE;
     sigaltstack(&ss, NULL);
-    tls_vc = NULL;
+    weft__tls_vc = NULL;
     return NULL;
 }
 

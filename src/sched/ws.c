@@ -193,14 +193,19 @@ static void thread_paused_ws(struct weft_uthread *t)
     weft_spin_unlock(&q->lock);
 }
 
-/* thread_yield_ws(): t to the back, the front out, under one lock. */
+/* thread_yield_ws(): t to the back, the front out, under one lock (the
+ * length does not change). */
 static struct weft_uthread *thread_yield_ws(struct weft_uthread *t)
 {
     struct rq *q = &rqs[weft_uthread_link(t)->vcore]; /* it just ran here */
     weft_spin_lock(&q->lock);
-    struct weft_uthread *next = pop_locked(q);
-    if (next)
-        push_locked(q, t);
+    struct weft_uthread *next = q->head;
+    if (next) {
+        weft_uthread_link(t)->next = NULL;
+        weft_uthread_link(q->tail)->next = t;
+        q->head = weft_uthread_link(next)->next ? weft_uthread_link(next)->next : t;
+        q->tail = t;
+    }
     weft_spin_unlock(&q->lock);
     return next ? next : t;
 }
