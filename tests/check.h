@@ -192,6 +192,16 @@ static inline void *in_uthread(void *(*fn)(void *), void *arg)
 }
 
 /* start_pthread() starts a joinable kernel thread, or fails. */
+/* check_table() runs a table of cases from main (an outside kernel thread),
+ * then from a uthread, where it must return (void *)1. */
+static inline void check_table(void *(*rows)(void *))
+{
+    check_phase("rows from main");
+    rows(NULL);
+    check_phase("rows from a uthread");
+    CHECK(in_uthread(rows, NULL) == (void *)1, "rows");
+}
+
 static inline pthread_t start_pthread(void *(*fn)(void *), void *arg)
 {
     pthread_t th;

@@ -168,10 +168,7 @@ static void *exact_wakes(void *arg)
 int main(void)
 {
     check_watchdog(WATCHDOG_SECS);
-    check_phase("rows from main");
-    rows(NULL);
-    check_phase("rows from a uthread");
-    CHECK(in_uthread(rows, NULL) == (void *)1, "rows");
+    check_table(rows);
     check_ping_pong();
     check_wake_counts();
     check_phase("exact wake counts on one vcore");

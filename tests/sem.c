@@ -155,10 +155,7 @@ static void *destroy_busy(void *arg)
 int main(void)
 {
     check_watchdog(WATCHDOG_SECS);
-    check_phase("rows from main");
-    rows(NULL);
-    check_phase("rows from a uthread");
-    CHECK(in_uthread(rows, NULL) == (void *)1, "rows");
+    check_table(rows);
     check_conservation();
     check_phase("destroy with a waiter");
     join(spawn_ex(destroy_busy, NULL, WEFT_PINNED, 0, NULL));

@@ -80,10 +80,7 @@ static void *rows(void *arg)
 int main(void)
 {
     check_watchdog(WATCHDOG_SECS);
-    check_phase("rows from main");
-    rows(NULL);
-    check_phase("rows from a uthread");
-    CHECK(in_uthread(rows, NULL) == (void *)1, "rows");
+    check_table(rows);
     check_phase("rounds");
     for (int r = 0; r < ROUNDS; r++)
         run_round(r);
