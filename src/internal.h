@@ -82,7 +82,7 @@ struct weft__vcore {
     struct weft_uthread *current;    /* uthread running here, NULL in vcore context */
     void (*cb)(struct weft_uthread *, void *); /* pending weft_uthread_yield callback */
     void *cb_arg;
-    int idle;                        /* enum weft__idle */
+    _Atomic int idle;                /* enum weft__idle; written by this vcore only */
     int *errno_addr;                 /* this kernel thread's errno: uthreads' errno is
                                         saved from and restored to it by vcore context */
     uint64_t spin_until;             /* end of the current spin, ns */
@@ -165,7 +165,7 @@ void weft__vcore_entry(void *vc);
 void weft__vcore_became_busy(struct weft__vcore *vc);
 static inline void weft__vcore_busy(struct weft__vcore *vc)
 {
-    if (WEFT__UNLIKELY(vc->idle != WEFT__BUSY))
+    if (WEFT__UNLIKELY(atomic_load_explicit(&vc->idle, memory_order_relaxed) != WEFT__BUSY))
         weft__vcore_became_busy(vc);
 }
 

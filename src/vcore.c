@@ -204,6 +204,29 @@ int weft_max_vcores(void)
     return affinity_cpus(cpus, CPU_SETSIZE);
 }
 
+/* vc->idle is written by its own vcore only, read by schedulers on others
+ * (weft_vcore_busy): relaxed atomics, plain loads and stores in the code. */
+static int idle_of(struct weft__vcore *vc)
+{
+    return atomic_load_explicit(&vc->idle, memory_order_relaxed);
+}
+
+static void set_idle(struct weft__vcore *vc, int state)
+{
+    atomic_store_explicit(&vc->idle, state, memory_order_relaxed);
+}
+
+int weft_vcore_parking(void)
+{
+    struct weft__vcore *vc = weft__vc();
+    return vc && idle_of(vc) == WEFT__PARKING;
+}
+
+int weft_vcore_busy(int id)
+{
+    return id >= 0 && id < weft__rt.nvcores && idle_of(&weft__rt.vcores[id]) == WEFT__BUSY;
+}
+
 uint32_t weft_sched_rand(void)
 {
     struct weft__vcore *vc = weft__vc();
@@ -460,21 +483,21 @@ void weft_vcore_wake(int id)
 /* vcore_became_busy() runs when an idle vcore found work (step 2/3). */
 void weft__vcore_became_busy(struct weft__vcore *vc)
 {
-    if (vc->idle == WEFT__PARKING) {
+    if (idle_of(vc) == WEFT__PARKING) {
         weft__spin_lock(&weft__rt.idle_lock);
         bool was_parked = atomic_load_explicit(&vc->parked, memory_order_relaxed);
         if (was_parked)
             idle_remove_locked(vc);
         weft__spin_unlock(&weft__rt.idle_lock);
         if (was_parked) {
-            vc->idle = WEFT__BUSY;
+            set_idle(vc, WEFT__BUSY);
             return;
         }
         /* A kicker took us off the list and counted us as its spinner. */
         atomic_store_explicit(WEFT__AT(&vc->park_word), 0, memory_order_relaxed);
-        vc->idle = WEFT__SPINNING;
+        set_idle(vc, WEFT__SPINNING);
     }
-    vc->idle = WEFT__BUSY;
+    set_idle(vc, WEFT__BUSY);
     if (atomic_fetch_sub(&weft__rt.nspinning, 1) == 1)
         weft_vcore_kick(-1);
 }
@@ -489,7 +512,7 @@ static void vcore_park(struct weft__vcore *vc)
     atomic_store_explicit(&vc->parked, true, memory_order_relaxed);
     atomic_fetch_add(&rt->nparked, 1);
     weft__spin_unlock(&rt->idle_lock);
-    vc->idle = WEFT__PARKING;
+    set_idle(vc, WEFT__PARKING);
     atomic_fetch_sub(&rt->nspinning, 1);
     /* A full fence on every architecture (an aarch64 RMW without LSE is not
      * one); partner: the fence in weft_vcore_kick / weft_vcore_wake. */
@@ -537,7 +560,7 @@ static void vcore_park(struct weft__vcore *vc)
     if (still_parked)
         atomic_fetch_add(&rt->nspinning, 1);
     atomic_store_explicit(WEFT__AT(&vc->park_word), 0, memory_order_relaxed);
-    vc->idle = WEFT__SPINNING;
+    set_idle(vc, WEFT__SPINNING);
     vc->spin_until = weft_now_ns() + weft__spin_ns;
 }
 
@@ -560,13 +583,13 @@ void weft__vcore_wake_for_timer(uint64_t deadline)
 static void vcore_idle(struct weft__vcore *vc)
 {
     if (atomic_load_explicit(&weft__rt.state, memory_order_relaxed) != WEFT__RUNNING_RT) {
-        if (vc->idle == WEFT__SPINNING)
+        if (idle_of(vc) == WEFT__SPINNING)
             atomic_fetch_sub(&weft__rt.nspinning, 1);
-        vc->idle = WEFT__BUSY;
+        set_idle(vc, WEFT__BUSY);
         vcore_exit(vc);
     }
-    if (vc->idle == WEFT__BUSY) {
-        vc->idle = WEFT__SPINNING;
+    if (idle_of(vc) == WEFT__BUSY) {
+        set_idle(vc, WEFT__SPINNING);
         atomic_fetch_add(&weft__rt.nspinning, 1);
         vc->spin_until = weft_now_ns() + weft__spin_ns;
         return;

@@ -144,6 +144,17 @@ static inline void weft_spin_unlock(weft_spinlock_t *l)
     __atomic_store_n(&l->v, 0, __ATOMIC_RELEASE);
 }
 
+/* weft_vcore_parking() is true while the calling vcore makes its last
+ * sched_entry() call before it parks: a scheduler must not hold any work
+ * back then (for example a freshly queued uthread it would otherwise leave
+ * to its own vcore a little longer), or the work could wait for that vcore. */
+int weft_vcore_parking(void);
+
+/* weft_vcore_busy(id) is true if vcore id is running a uthread or making a
+ * scheduling decision, false if it spins for work or is parked. A hint; any
+ * context. */
+int weft_vcore_busy(int id);
+
 /* weft_sched_rand() returns a per-vcore pseudo-random number (vcore context). */
 uint32_t weft_sched_rand(void);
 

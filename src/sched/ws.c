@@ -9,6 +9,13 @@
  *  - A vcore runs the front of its queue; when it is empty it picks two
  *    other vcores at random and steals the older half of the longer queue
  *    (WEFT_PINNED uthreads are never stolen).
+ *  - A lone uthread just queued on a busy vcore is left there for a few
+ *    idle rounds of the thief (LONE_ROUNDS), like Go's runnext: a spawner
+ *    that joins, or a waker that blocks next, usually runs it itself within
+ *    a few hundred ns, and stealing it would only move its cache lines.
+ *    Only while the victim vcore is busy (weft_vcore_busy()), and
+ *    never when the thief is about to park (weft_vcore_parking()): nothing
+ *    may wait on a vcore that could be busy for long.
  * Each queue is a singly linked list under its own spinlock; len is read
  * without the lock to choose victims and to skip empty queues.
  */
@@ -22,11 +29,20 @@
 struct rq {
     weft_spinlock_t lock;            /* head, tail, len */
     _Atomic unsigned len;            /* written under lock, read anywhere */
+    _Atomic unsigned pushes;         /* pushes so far; written under lock, read anywhere */
     struct weft_uthread *head, *tail;/* linked by weft_uthread_link()->next */
 } __attribute__((aligned(64)));
 
 static struct rq *rqs;               /* one per vcore; fixed between init and fini */
 static int nrq;
+
+/* What each thief last saw of a lone uthread; owned by that vcore. */
+#define LONE_ROUNDS 32
+static struct lone {
+    int victim;
+    unsigned pushes;
+    unsigned rounds;
+} __attribute__((aligned(64))) *lones;
 static _Atomic unsigned rr;          /* round robin for runnables from outside */
 
 static void push_locked(struct rq *q, struct weft_uthread *t)
@@ -38,6 +54,8 @@ static void push_locked(struct rq *q, struct weft_uthread *t)
         q->head = t;
     q->tail = t;
     atomic_store_explicit(&q->len, atomic_load_explicit(&q->len, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    atomic_store_explicit(&q->pushes, atomic_load_explicit(&q->pushes, memory_order_relaxed) + 1,
                           memory_order_relaxed);
 }
 
@@ -124,6 +142,24 @@ static struct weft_uthread *steal_from(struct rq *v, int me)
  * anything we may take, every other queue in turn, so that a vcore about to
  * park never overlooks work (with many vcores two random picks can miss the
  * one busy queue). */
+/* may_steal(): v has something, and not only a lone fresh uthread. */
+static bool may_steal(int me, int v)
+{
+    unsigned len = atomic_load_explicit(&rqs[v].len, memory_order_relaxed);
+    if (len != 1)
+        return len > 1;
+    if (weft_vcore_parking() || !weft_vcore_busy(v))
+        return true; /* we are about to sleep, or its own vcore is idle or parked */
+    struct lone *l = &lones[me];
+    unsigned pushes = atomic_load_explicit(&rqs[v].pushes, memory_order_relaxed);
+    if (l->victim != v || l->pushes != pushes) {
+        l->victim = v;
+        l->pushes = pushes;
+        l->rounds = 0;
+    }
+    return ++l->rounds >= LONE_ROUNDS;
+}
+
 static struct weft_uthread *steal(int me)
 {
     if (nrq < 2)
@@ -139,11 +175,11 @@ static struct weft_uthread *steal(int me)
         b = t;
     }
     struct weft_uthread *t = NULL;
-    if (atomic_load_explicit(&rqs[a].len, memory_order_relaxed))
+    if (may_steal(me, a))
         t = steal_from(&rqs[a], me);
     for (int i = 1; !t && i < nrq; i++) {
         int v = (a + i) % nrq;
-        if (v != me && atomic_load_explicit(&rqs[v].len, memory_order_relaxed))
+        if (v != me && may_steal(me, v))
             t = steal_from(&rqs[v], me);
     }
     return t;
@@ -213,11 +249,17 @@ static struct weft_uthread *thread_yield_ws(struct weft_uthread *t)
 static int init_ws(int nvcores)
 {
     rqs = aligned_alloc(64, sizeof *rqs * (size_t)nvcores);
-    if (!rqs)
+    lones = aligned_alloc(64, sizeof *lones * (size_t)nvcores);
+    if (!rqs || !lones) {
+        free(rqs);
+        free(lones);
         return ENOMEM;
+    }
     for (int i = 0; i < nvcores; i++) {
         rqs[i].lock = (weft_spinlock_t)WEFT_SPINLOCK_INIT;
         atomic_init(&rqs[i].len, 0);
+        atomic_init(&rqs[i].pushes, 0);
+        lones[i] = (struct lone){ .victim = -1 };
         rqs[i].head = rqs[i].tail = NULL;
     }
     nrq = nvcores;
@@ -227,7 +269,9 @@ static int init_ws(int nvcores)
 static void fini_ws(void)
 {
     free(rqs);
+    free(lones);
     rqs = NULL;
+    lones = NULL;
     nrq = 0;
 }
 
