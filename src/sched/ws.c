@@ -29,18 +29,17 @@
 struct rq {
     weft_spinlock_t lock;            /* head, tail, len */
     _Atomic unsigned len;            /* written under lock, read anywhere */
-    _Atomic unsigned pushes;         /* pushes so far; written under lock, read anywhere */
     struct weft_uthread *head, *tail;/* linked by weft_uthread_link()->next */
 } __attribute__((aligned(64)));
 
 static struct rq *rqs;               /* one per vcore; fixed between init and fini */
 static int nrq;
 
-/* What each thief last saw of a lone uthread; owned by that vcore. */
+/* How long each thief has seen a victim's queue hold exactly one uthread;
+ * owned by that thief's vcore. */
 #define LONE_ROUNDS 32
 static struct lone {
     int victim;
-    unsigned pushes;
     unsigned rounds;
 } __attribute__((aligned(64))) *lones;
 static _Atomic unsigned rr;          /* round robin for runnables from outside */
@@ -54,8 +53,6 @@ static void push_locked(struct rq *q, struct weft_uthread *t)
         q->head = t;
     q->tail = t;
     atomic_store_explicit(&q->len, atomic_load_explicit(&q->len, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-    atomic_store_explicit(&q->pushes, atomic_load_explicit(&q->pushes, memory_order_relaxed) + 1,
                           memory_order_relaxed);
 }
 
@@ -145,16 +142,17 @@ static struct weft_uthread *steal_from(struct rq *v, int me)
 /* may_steal(): v has something, and not only a lone fresh uthread. */
 static bool may_steal(int me, int v)
 {
+    struct lone *l = &lones[me];
     unsigned len = atomic_load_explicit(&rqs[v].len, memory_order_relaxed);
-    if (len != 1)
+    if (len != 1) {
+        if (l->victim == v)
+            l->victim = -1; /* emptied (or grew): start counting afresh next time */
         return len > 1;
+    }
     if (weft_vcore_parking() || !weft_vcore_busy(v))
         return true; /* we are about to sleep, or its own vcore is idle or parked */
-    struct lone *l = &lones[me];
-    unsigned pushes = atomic_load_explicit(&rqs[v].pushes, memory_order_relaxed);
-    if (l->victim != v || l->pushes != pushes) {
+    if (l->victim != v) {
         l->victim = v;
-        l->pushes = pushes;
         l->rounds = 0;
     }
     return ++l->rounds >= LONE_ROUNDS;
@@ -258,7 +256,6 @@ static int init_ws(int nvcores)
     for (int i = 0; i < nvcores; i++) {
         rqs[i].lock = (weft_spinlock_t)WEFT_SPINLOCK_INIT;
         atomic_init(&rqs[i].len, 0);
-        atomic_init(&rqs[i].pushes, 0);
         lones[i] = (struct lone){ .victim = -1 };
         rqs[i].head = rqs[i].tail = NULL;
     }
