@@ -8,9 +8,9 @@
 set -euo pipefail
 
 want=${1:-all}
-core=(build-essential cmake ninja-build pkg-config)
+core=(build-essential cmake ninja-build pkg-config liburing-dev)
 test=(clang-19 libclang-rt-19-dev llvm-19 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
-bench=(libboost-fiber-dev libboost-context-dev python3-matplotlib golang-go)
+bench=(libboost-fiber-dev libboost-context-dev python3-matplotlib golang-go nginx wrk)
 
 pkgs=("${core[@]}")
 case "$want" in

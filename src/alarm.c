@@ -1,135 +1,328 @@
 /*
- * alarm.c — one-shot timers whose callbacks run in vcore context.
+ * alarm.c — the alarm service: one-shot timers whose callbacks run in vcore
+ * context (<weft/time.h>), and the sleeps built on them.
  *
- * For now one binary min-heap for the whole process, guarded by a spinlock;
- * the time and I/O work replaces it with a heap per vcore. Nobody needs a
- * thread for timers: busy vcores run due timers at each scheduling decision
- * (weft__vcore_loop), and one parked vcore sleeps until the earliest deadline
- * (vcore_park). Adding a timer earlier than the one that vcore sleeps for
- * wakes it (weft__vcore_wake_for_timer).
+ * Each vcore owns a binary min-heap of the alarms started on it, guarded by
+ * a spinlock, with its earliest deadline published lock-free (heap->min).
+ * Nobody needs a thread for timers:
+ *  - a busy vcore runs its own due alarms at every scheduling decision
+ *    (weft__vcore_loop reads its heap->min, one load);
+ *  - the one idle vcore that has the timer duty (it sleeps in the poller, or
+ *    on its futex before any I/O) sleeps until the earliest deadline of all
+ *    heaps and runs whatever is due on any heap when it wakes
+ *    (weft__timers_run_all). An alarm that becomes the earliest of its heap
+ *    wakes that sleeper if it sleeps for longer (weft__vcore_wake_for_timer).
+ * Alarms started outside a vcore go to the heaps round robin.
  *
- * Lock order: a wait queue's lock may be held while arming a timer (queue ->
- * heap); callbacks run with the heap lock released, so they may take queue
- * locks.
+ * An alarm is IDLE, ARMED (on a heap) or FIRING (its callback runs). Starting
+ * is allowed from IDLE and from FIRING (a callback re-arming its own alarm);
+ * the runner ends a firing with CAS FIRING -> IDLE, which fails harmlessly if
+ * the callback re-armed it. Stop removes an ARMED alarm under its heap's lock
+ * or, if it is FIRING on another vcore, waits for the callback to return.
+ *
+ * Lock order: a wait queue's lock may be held while starting an alarm (queue
+ * -> heap); callbacks run with the heap lock released, so they may take
+ * queue locks and start alarms.
  */
+#define _GNU_SOURCE
+#include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "internal.h"
 
-static struct {
-    uint32_t lock;               /* spinlock: everything below */
-    struct weft__timer **heap;   /* min-heap on deadline */
-    int n, cap;
-} th;
+enum { A_IDLE = 0, A_ARMED, A_FIRING };
 
-_Atomic uint64_t weft__timer_min = UINT64_MAX; /* heap[0]->deadline or UINT64_MAX; written under th.lock */
+#define STATE(a) ((_Atomic int *)&(a)->state)
 
-static void put(int i, struct weft__timer *t)
+static _Atomic unsigned start_rr; /* heap for alarms started outside a vcore */
+
+static void put(struct weft__heap *h, int i, struct weft_alarm *a)
 {
-    th.heap[i] = t;
-    t->idx = i;
+    h->v[i] = a;
+    a->idx = i;
 }
 
-static void sift_up(int i)
+static void sift_up(struct weft__heap *h, int i)
 {
-    struct weft__timer *t = th.heap[i];
+    struct weft_alarm *a = h->v[i];
     while (i > 0) {
         int p = (i - 1) / 2;
-        if (th.heap[p]->deadline <= t->deadline)
+        if (h->v[p]->deadline <= a->deadline)
             break;
-        put(i, th.heap[p]);
+        put(h, i, h->v[p]);
         i = p;
     }
-    put(i, t);
+    put(h, i, a);
 }
 
-static void sift_down(int i)
+static void sift_down(struct weft__heap *h, int i)
 {
-    struct weft__timer *t = th.heap[i];
+    struct weft_alarm *a = h->v[i];
     for (;;) {
         int c = 2 * i + 1;
-        if (c >= th.n)
+        if (c >= h->n)
             break;
-        if (c + 1 < th.n && th.heap[c + 1]->deadline < th.heap[c]->deadline)
+        if (c + 1 < h->n && h->v[c + 1]->deadline < h->v[c]->deadline)
             c++;
-        if (th.heap[c]->deadline >= t->deadline)
+        if (h->v[c]->deadline >= a->deadline)
             break;
-        put(i, th.heap[c]);
+        put(h, i, h->v[c]);
         i = c;
     }
-    put(i, t);
+    put(h, i, a);
 }
 
-static void remove_at(int i)
+static void remove_at(struct weft__heap *h, int i)
 {
-    struct weft__timer *last = th.heap[--th.n];
-    if (i < th.n) {
-        put(i, last);
-        sift_up(i);
-        sift_down(last->idx);
+    struct weft_alarm *last = h->v[--h->n];
+    if (i < h->n) {
+        put(h, i, last);
+        sift_up(h, i);
+        sift_down(h, last->idx);
     }
 }
 
-static void publish_min(void)
+static void publish_min(struct weft__heap *h)
 {
-    atomic_store_explicit(&weft__timer_min, th.n ? th.heap[0]->deadline : UINT64_MAX, memory_order_release);
+    atomic_store_explicit(&h->min, h->n ? h->v[0]->deadline : UINT64_MAX, memory_order_release);
 }
 
-void weft__timer_start(struct weft__timer *t)
+static struct weft__heap *heap_for_start(void)
 {
-    weft__spin_lock(&th.lock);
-    if (th.n == th.cap) {
-        int cap = th.cap ? th.cap * 2 : 64;
-        struct weft__timer **h = realloc(th.heap, sizeof *h * (size_t)cap);
-        if (!h)
-            weft__panic("out of memory for the timer heap (%d timers)", th.n);
-        th.heap = h;
-        th.cap = cap;
+    struct weft__vcore *vc = weft__vc();
+    if (vc)
+        return &vc->heap;
+    unsigned i = atomic_fetch_add_explicit(&start_rr, 1, memory_order_relaxed);
+    return &weft__rt.vcores[i % (unsigned)weft__rt.nvcores].heap;
+}
+
+/* weft__alarm_arm() puts a (deadline and cb set, not ARMED) on a heap. */
+void weft__alarm_arm(struct weft_alarm *a)
+{
+    struct weft__heap *h = heap_for_start();
+    weft__spin_lock(&h->lock);
+    if (h->n == h->cap) {
+        int cap = h->cap ? h->cap * 2 : 64;
+        struct weft_alarm **v = realloc(h->v, sizeof *v * (size_t)cap);
+        if (!v)
+            weft__panic("out of memory for the timer heap (%d timers)", h->n);
+        h->v = v;
+        h->cap = cap;
     }
-    atomic_store_explicit(&t->state, WEFT__T_ARMED, memory_order_relaxed);
-    put(th.n++, t);
-    sift_up(th.n - 1);
-    bool earliest = th.heap[0] == t;
-    publish_min();
-    uint64_t d = t->deadline;
-    weft__spin_unlock(&th.lock);
+    a->heap = h;
+    atomic_store_explicit(STATE(a), A_ARMED, memory_order_relaxed);
+    put(h, h->n++, a);
+    sift_up(h, h->n - 1);
+    bool earliest = h->v[0] == a;
+    uint64_t d = a->deadline;
+    publish_min(h);
+    weft__spin_unlock(&h->lock);
     if (earliest)
         weft__vcore_wake_for_timer(d);
 }
 
-bool weft__timer_cancel(struct weft__timer *t)
-{
-    if (atomic_load_explicit(&t->state, memory_order_acquire) == WEFT__T_IDLE)
-        return false;
-    weft__spin_lock(&th.lock);
-    bool armed = atomic_load_explicit(&t->state, memory_order_relaxed) == WEFT__T_ARMED;
-    if (armed) {
-        remove_at(t->idx);
-        atomic_store_explicit(&t->state, WEFT__T_IDLE, memory_order_relaxed);
-        publish_min();
-    }
-    weft__spin_unlock(&th.lock);
-    if (armed)
-        return true;
-    while (atomic_load_explicit(&t->state, memory_order_acquire) != WEFT__T_IDLE)
-        weft__cpu_relax(); /* its callback is running on another vcore: a few instructions */
-    return false;
-}
-
-void weft__timers_run(uint64_t now)
+/* weft__alarm_disarm() is weft_alarm_stop() (see time.h). */
+bool weft__alarm_disarm(struct weft_alarm *a)
 {
     for (;;) {
-        weft__spin_lock(&th.lock);
-        if (!th.n || th.heap[0]->deadline > now) {
-            weft__spin_unlock(&th.lock);
-            return;
+        int s = atomic_load_explicit(STATE(a), memory_order_acquire);
+        if (s == A_IDLE)
+            return false;
+        if (s == A_FIRING) {
+            struct weft__vcore *vc = weft__vc();
+            if (vc && vc->firing == a)
+                return false; /* called from a's own callback */
+            weft__cpu_relax(); /* its callback runs on another vcore: short, by contract */
+            continue;
         }
-        struct weft__timer *t = th.heap[0];
-        remove_at(0);
-        atomic_store_explicit(&t->state, WEFT__T_FIRING, memory_order_relaxed);
-        publish_min();
-        weft__spin_unlock(&th.lock);
-        t->fn(t);
-        atomic_store_explicit(&t->state, WEFT__T_IDLE, memory_order_release); /* partner: cancel */
+        struct weft__heap *h = atomic_load_explicit((void *_Atomic *)&a->heap, memory_order_relaxed);
+        weft__spin_lock(&h->lock);
+        bool ours = a->heap == h && atomic_load_explicit(STATE(a), memory_order_relaxed) == A_ARMED;
+        if (ours) {
+            remove_at(h, a->idx);
+            atomic_store_explicit(STATE(a), A_IDLE, memory_order_relaxed);
+            publish_min(h);
+        }
+        weft__spin_unlock(&h->lock);
+        if (ours)
+            return true;
+        /* it fired, or moved heaps, meanwhile: look again */
     }
+}
+
+/* run_heap() runs h's callbacks due at now; true if it ran any. */
+static bool run_heap(struct weft__vcore *vc, struct weft__heap *h, uint64_t now)
+{
+    bool ran = false;
+    for (;;) {
+        weft__spin_lock(&h->lock);
+        if (!h->n || h->v[0]->deadline > now) {
+            weft__spin_unlock(&h->lock);
+            return ran;
+        }
+        struct weft_alarm *a = h->v[0];
+        remove_at(h, 0);
+        atomic_store_explicit(STATE(a), A_FIRING, memory_order_relaxed);
+        publish_min(h);
+        weft__spin_unlock(&h->lock);
+        vc->firing = a;
+        a->cb(a);
+        vc->firing = NULL;
+        int firing = A_FIRING; /* fails if the callback re-armed a */
+        atomic_compare_exchange_strong_explicit(STATE(a), &firing, A_IDLE, memory_order_release,
+                                                memory_order_relaxed);
+        ran = true;
+    }
+}
+
+bool weft__timers_run(struct weft__vcore *vc, uint64_t now)
+{
+    return run_heap(vc, &vc->heap, now);
+}
+
+uint64_t weft__timers_next(void)
+{
+    uint64_t m = UINT64_MAX;
+    for (int i = 0; i < weft__rt.nvcores; i++) {
+        uint64_t d = atomic_load_explicit(&weft__rt.vcores[i].heap.min, memory_order_acquire);
+        if (d < m)
+            m = d;
+    }
+    return m;
+}
+
+bool weft__timers_run_all(struct weft__vcore *vc, uint64_t now)
+{
+    bool ran = false;
+    for (int i = 0; i < weft__rt.nvcores; i++) {
+        struct weft__heap *h = &weft__rt.vcores[(vc->id + i) % weft__rt.nvcores].heap;
+        if (atomic_load_explicit(&h->min, memory_order_acquire) <= now)
+            ran |= run_heap(vc, h, now);
+    }
+    return ran;
+}
+
+void weft__heap_fini(struct weft__heap *h)
+{
+    /* Alarms still armed at shutdown are dropped without running. */
+    for (int i = 0; i < h->n; i++) {
+        h->v[i]->heap = NULL;
+        atomic_store_explicit(STATE(h->v[i]), A_IDLE, memory_order_relaxed);
+    }
+    free(h->v);
+    h->v = NULL;
+    h->n = h->cap = 0;
+    atomic_store(&h->min, UINT64_MAX);
+}
+
+/* ---- the public alarm API --------------------------------------------------- */
+
+void weft_alarm_init(struct weft_alarm *a, void (*cb)(struct weft_alarm *))
+{
+    a->deadline = WEFT_FOREVER;
+    a->cb = cb;
+    a->data = NULL;
+    a->heap = NULL;
+    a->idx = -1;
+    atomic_store_explicit(STATE(a), A_IDLE, memory_order_relaxed);
+}
+
+int weft_alarm_set_abs(struct weft_alarm *a, uint64_t deadline)
+{
+    if (deadline >> 63)
+        return EINVAL; /* WEFT_FOREVER too: an alarm that never fires is no alarm */
+    if (atomic_load_explicit(STATE(a), memory_order_relaxed) == A_ARMED)
+        return EBUSY;
+    a->deadline = deadline;
+    return 0;
+}
+
+int weft_alarm_set_rel(struct weft_alarm *a, uint64_t ns)
+{
+    if (ns >> 63)
+        return EINVAL;
+    uint64_t d = weft_now_ns() + ns;
+    return weft_alarm_set_abs(a, d >> 63 ? (UINT64_MAX >> 1) : d);
+}
+
+int weft_alarm_start(struct weft_alarm *a)
+{
+    if (!a->cb || a->deadline == WEFT_FOREVER)
+        return EINVAL;
+    if (atomic_load_explicit(STATE(a), memory_order_acquire) == A_ARMED)
+        return EBUSY;
+    int r = weft__ensure_running();
+    if (r)
+        return r;
+    weft__alarm_arm(a);
+    return 0;
+}
+
+bool weft_alarm_stop(struct weft_alarm *a)
+{
+    return weft__alarm_disarm(a);
+}
+
+bool weft_alarm_reset_abs(struct weft_alarm *a, uint64_t deadline)
+{
+    if ((deadline >> 63) || !a->cb || weft__ensure_running())
+        return false;
+    bool stopped = weft__alarm_disarm(a);
+    a->deadline = deadline;
+    weft__alarm_arm(a);
+    return stopped;
+}
+
+/* ---- sleeping ----------------------------------------------------------------- */
+
+struct sleeper {
+    struct weft_alarm al;
+    struct weft_uthread *ut;
+};
+
+static void sleep_fire(struct weft_alarm *al)
+{
+    weft_uthread_runnable(WEFT__CONTAINER(al, struct sleeper, al)->ut);
+}
+
+static void sleep_cb(struct weft_uthread *ut, void *arg)
+{
+    struct sleeper *s = arg;
+    s->ut = ut;
+    weft_uthread_blocked(ut, WEFT_BLOCK_SLEEP);
+    weft__alarm_arm(&s->al);
+}
+
+int weft_sleep_until_ns(uint64_t deadline)
+{
+    if (deadline >> 63)
+        return EINVAL;
+    struct weft_uthread *ut = weft_self();
+    if (!ut) {
+        struct timespec ts = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            ;
+        return 0;
+    }
+    if (deadline <= weft_now_ns())
+        return 0;
+    struct sleeper s;
+    weft_alarm_init(&s.al, sleep_fire);
+    s.al.deadline = deadline;
+    weft_uthread_yield(sleep_cb, &s);
+    weft__alarm_disarm(&s.al); /* waits until sleep_fire has returned */
+    return 0;
+}
+
+int weft_sleep_ns(uint64_t ns)
+{
+    if (ns >> 63)
+        return EINVAL;
+    if (ns == 0 && weft_self()) {
+        weft_yield();
+        return 0;
+    }
+    uint64_t d = weft_now_ns() + ns;
+    return weft_sleep_until_ns(d >> 63 ? (UINT64_MAX >> 1) : d);
 }

@@ -15,6 +15,8 @@
 #include <weft/sched.h>
 #include <weft/weft.h>
 
+#include <weft/time.h>
+
 #include "arch/ctx.h"
 #include "san.h"
 #include "spin.h"
@@ -59,6 +61,7 @@ struct weft_uthread {
     unsigned jflags;                 /* WEFT__J_*; guarded by jlock */
     struct weft__waiter *joiner;     /* guarded by jlock */
     _Atomic int park;                /* WEFT__PARK_*; lock-free */
+    uint64_t io_deadline;            /* weft_io_set_deadline(); 0 = none; owner only */
     /* stack: fixed while the uthread exists; see stack.c */
     char *map;                       /* start of the mapping (guard page, if any) */
     size_t map_size;                 /* whole mapping */
@@ -72,6 +75,15 @@ struct weft_uthread {
 };
 
 /* ---- vcores -------------------------------------------------------------- */
+
+/* A vcore's alarms (alarm.c). */
+struct weft__heap {
+    uint32_t lock;                   /* spinlock: v, n, cap, and the alarms' idx */
+    struct weft_alarm **v;           /* min-heap on deadline; guarded by lock */
+    int n, cap;                      /* guarded by lock */
+    _Atomic uint64_t min;            /* v[0]->deadline or UINT64_MAX; written under lock */
+};
+
 
 enum weft__idle { WEFT__BUSY = 0, WEFT__SPINNING, WEFT__PARKING };
 
@@ -98,11 +110,16 @@ struct weft__vcore {
     void *altstack;                  /* SIGSEGV alternate stack */
     struct weft_uthread *cache;      /* stack cache (default-size shells) */
     int ncache;
+    struct weft_alarm *firing;       /* alarm whose callback runs here, or NULL */
+    unsigned decisions;              /* scheduling decisions, to pace busy polls */
     pthread_t thread;                /* fixed after start */
     /* park protocol, see vcore.c */
     _Alignas(WEFT__CACHELINE) uint32_t park_word; /* futex: 1 = wake up; set by kickers */
     _Atomic bool parked;             /* on the idle list; written under rt.idle_lock */
+    _Atomic bool in_poller;          /* about to sleep in the poller, or in it; own vcore
+                                        writes, kickers read (vcore_signal) */
     struct weft__vcore *idle_next;   /* guarded by rt.idle_lock */
+    _Alignas(WEFT__CACHELINE) struct weft__heap heap; /* alarms started here */
 } __attribute__((aligned(WEFT__CACHELINE)));
 
 /* ---- the runtime ------------------------------------------------------------- */
@@ -253,31 +270,35 @@ static inline int weft__deadline_check(uint64_t d)
  * or a per-kernel-thread address. */
 void *weft__self_token(void);
 
+/* ---- I/O hooks for the vcore loop (io/fd.c) ----------------------------------- */
+
+/* Uthreads parked on descriptors or ring operations. */
+extern _Atomic int weft__io_nwaiting;
+/* weft__io_active(): a poller has been started (some descriptor was used). */
+bool weft__io_active(void);
+/* weft__io_poll() waits for I/O until deadline (0 = just look), wakes the
+ * waiters of what it found and returns how many. */
+int weft__io_poll(uint64_t deadline);
+/* weft__io_poll_if_stale() looks, without blocking, if nobody has for a while. */
+void weft__io_poll_if_stale(uint64_t now);
+/* weft__io_wakeup() interrupts the vcore blocked in weft__io_poll(). */
+void weft__io_wakeup(void);
+
 /* ---- timers (alarm.c) ------------------------------------------------------- */
 
-enum { WEFT__T_IDLE = 0, WEFT__T_ARMED, WEFT__T_FIRING };
-
-/* A one-shot timer whose callback runs in vcore context. */
-struct weft__timer {
-    uint64_t deadline;               /* fixed while armed */
-    void (*fn)(struct weft__timer *);/* fixed while armed */
-    int idx;                         /* heap index; guarded by the heap lock */
-    _Atomic int state;               /* WEFT__T_*; IDLE again once fn has returned */
-};
-
-/* weft__timer_start() arms t (t->deadline and t->fn set by the caller). */
-void weft__timer_start(struct weft__timer *t);
-/* weft__timer_cancel() disarms t: true if it had not fired; otherwise waits
- * until its callback has returned and gives false. Always call it before t's
- * memory goes away. */
-bool weft__timer_cancel(struct weft__timer *t);
-/* weft__timers_next() is the earliest deadline, or UINT64_MAX. Lock-free. */
-extern _Atomic uint64_t weft__timer_min;
-static inline uint64_t weft__timers_next(void)
-{
-    return atomic_load_explicit(&weft__timer_min, memory_order_acquire);
-}
-/* weft__timers_run() runs every callback due at now. Vcore context. */
-void weft__timers_run(uint64_t now);
+/* weft__alarm_arm() puts a (deadline and cb set, not armed) on the calling
+ * vcore's heap (round robin from outside). */
+void weft__alarm_arm(struct weft_alarm *a);
+/* weft__alarm_disarm() is weft_alarm_stop(): true if it stopped a before it
+ * fired; otherwise waits until its callback has returned. Always call it
+ * before a's memory goes away. */
+bool weft__alarm_disarm(struct weft_alarm *a);
+/* weft__timers_next() is the earliest deadline of all heaps, or UINT64_MAX. */
+uint64_t weft__timers_next(void);
+/* weft__timers_run() runs vc's own callbacks due at now; the _all variant
+ * those of every heap. True if any ran. Vcore context. */
+bool weft__timers_run(struct weft__vcore *vc, uint64_t now);
+bool weft__timers_run_all(struct weft__vcore *vc, uint64_t now);
+void weft__heap_fini(struct weft__heap *h);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * uthread.c — uthreads: spawn, join, detach, exit, yield, park, sleep, and
+ * uthread.c — uthreads: spawn, join, detach, exit, yield, park, and
  * the two switch paths between a uthread and vcore context.
  *
  * State machine (struct weft_uthread.state):
@@ -290,7 +290,7 @@ int weft_setprio(weft_t t, int prio)
     return 0;
 }
 
-/* ---- yield, park, sleep -------------------------------------------------------- */
+/* ---- yield, park -------------------------------------------------------- */
 
 /* yield_entry() is vcore context after weft_yield(): requeue the uthread
  * and, with the scheduler's thread_yield op, pick and run the next one
@@ -301,7 +301,10 @@ static void yield_entry(void *arg)
     struct weft_uthread *ut = weft__vcore_arrive(vc);
     const struct weft_sched_ops *ops = weft__rt.ops;
     atomic_store_explicit(&ut->state, WEFT__RUNNABLE, memory_order_relaxed);
-    if (ops->thread_yield && weft__timers_next() == UINT64_MAX) {
+    /* The fast path skips vcore_chores(): only when no alarm is armed here
+     * and this is not a decision on which the chores look at the poller. */
+    if (ops->thread_yield && atomic_load_explicit(&vc->heap.min, memory_order_relaxed) == UINT64_MAX &&
+        (++vc->decisions & 63) != 0) {
         struct weft_uthread *next = ops->thread_yield(ut);
         if (next)
             run_on(vc, next);
@@ -362,42 +365,3 @@ int weft_unpark(weft_t t)
     return 0;
 }
 
-struct sleeper {
-    struct weft__timer tm;
-    struct weft_uthread *ut;
-};
-
-static void sleep_fire(struct weft__timer *tm)
-{
-    weft_uthread_runnable(WEFT__CONTAINER(tm, struct sleeper, tm)->ut);
-}
-
-static void sleep_cb(struct weft_uthread *ut, void *arg)
-{
-    struct sleeper *s = arg;
-    s->ut = ut;
-    weft_uthread_blocked(ut, WEFT_BLOCK_SLEEP);
-    weft__timer_start(&s->tm);
-}
-
-int weft_sleep_ns(uint64_t ns)
-{
-    if (ns >> 63)
-        return EINVAL;
-    struct weft_uthread *ut = current();
-    if (!ut) {
-        uint64_t deadline = weft_now_ns() + ns;
-        struct timespec ts = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-            ;
-        return 0;
-    }
-    if (ns == 0) {
-        weft_yield();
-        return 0;
-    }
-    struct sleeper s = { .tm = { .deadline = weft_now_ns() + ns, .fn = sleep_fire } };
-    weft_uthread_yield(sleep_cb, &s);
-    weft__timer_cancel(&s.tm); /* waits until sleep_fire has returned */
-    return 0;
-}

@@ -424,10 +424,42 @@ static void idle_remove_locked(struct weft__vcore *vc)
     atomic_fetch_sub(&weft__rt.nparked, 1);
 }
 
+/* vcore_signal() wakes vc from its park: its futex, or the poller if it
+ * sleeps there. Dekker with vcore_sleep(): we set park_word then read
+ * in_poller, it sets in_poller then reads park_word (both seq_cst), so either
+ * it does not go to sleep or we interrupt the poller. */
 static void vcore_signal(struct weft__vcore *vc)
 {
-    atomic_store_explicit(WEFT__AT(&vc->park_word), 1, memory_order_release);
-    weft__futex_wake(&vc->park_word, 1);
+    atomic_store_explicit(WEFT__AT(&vc->park_word), 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&vc->in_poller, memory_order_seq_cst))
+        weft__io_wakeup();
+    else
+        weft__futex_wake(&vc->park_word, 1);
+}
+
+/* vcore_sleep() is the one place vcore context blocks (invariant 4): on
+ * the park futex, or, for the vcore with the timer duty once I/O is in use,
+ * in the poller. Returns when kicked, at deadline, at shutdown, or when the
+ * poller found work. */
+static void vcore_sleep(struct weft__vcore *vc, bool duty, uint64_t deadline)
+{
+    struct weft__runtime *rt = &weft__rt;
+    bool poll = duty && weft__io_active();
+    while (atomic_load_explicit(WEFT__AT(&vc->park_word), memory_order_acquire) == 0 &&
+           atomic_load_explicit(&rt->state, memory_order_relaxed) == WEFT__RUNNING_RT) {
+        if (!poll) {
+            if (weft__futex_wait(&vc->park_word, 0, deadline) == ETIMEDOUT)
+                return;
+            continue;
+        }
+        atomic_store_explicit(&vc->in_poller, true, memory_order_seq_cst);
+        int woke = 0;
+        if (atomic_load_explicit(WEFT__AT(&vc->park_word), memory_order_seq_cst) == 0)
+            woke = weft__io_poll(deadline);
+        atomic_store_explicit(&vc->in_poller, false, memory_order_relaxed);
+        if (woke > 0 || (deadline != UINT64_MAX && weft_now_ns() >= deadline))
+            return;
+    }
 }
 
 static WEFT__NOINLINE void kick_slow(int hint)
@@ -520,30 +552,35 @@ static void vcore_park(struct weft__vcore *vc)
 
     rt->ops->sched_entry(); /* returns only if there is still nothing */
 
-    /* Timer duty: the sleeper and the deadline it sleeps for change together
-     * under idle_lock, and the deadline published is exactly the one we
-     * sleep for (partner: weft__vcore_wake_for_timer). */
+    /* Timer and poller duty: the sleeper and the deadline it sleeps for
+     * change together under idle_lock, and the deadline published is exactly
+     * the one we sleep for (partner: weft__vcore_wake_for_timer). Once any
+     * descriptor is in use the duty is always taken: its holder sleeps in
+     * the poller. */
     uint64_t deadline = UINT64_MAX;
+    bool duty = false;
     weft__spin_lock(&rt->idle_lock);
-    if (rt->timer_sleeper < 0 && (deadline = weft__timers_next()) != UINT64_MAX) {
-        rt->timer_sleeper = vc->id;
-        rt->timer_sleep_until = deadline;
+    if (rt->timer_sleeper < 0) {
+        deadline = weft__timers_next();
+        if (deadline != UINT64_MAX || weft__io_active()) {
+            duty = true;
+            rt->timer_sleeper = vc->id;
+            rt->timer_sleep_until = deadline;
+        }
     }
     weft__spin_unlock(&rt->idle_lock);
-    while (atomic_load_explicit(WEFT__AT(&vc->park_word), memory_order_acquire) == 0 &&
-           atomic_load_explicit(&rt->state, memory_order_relaxed) == WEFT__RUNNING_RT) {
-        if (weft__futex_wait(&vc->park_word, 0, deadline) == ETIMEDOUT)
-            break;
-    }
-    struct weft__vcore *heir = NULL; /* who takes over the timer duty */
+    vcore_sleep(vc, duty, deadline);
+    struct weft__vcore *heir = NULL; /* who takes over the duty */
     weft__spin_lock(&rt->idle_lock);
     if (rt->timer_sleeper == vc->id) {
         rt->timer_sleeper = -1;
         rt->timer_sleep_until = UINT64_MAX;
-        /* Kicked awake for work while timers wait: hand the duty on, or the
-         * timers would wait for our next scheduling decision. */
+        /* Kicked awake for work while timers or I/O wait: hand the duty on,
+         * or they would wait for our next scheduling decision. */
         if (atomic_load_explicit(&vc->parked, memory_order_relaxed) == false &&
-            weft__timers_next() != UINT64_MAX && (heir = rt->idle) != NULL) {
+            (weft__timers_next() != UINT64_MAX ||
+             atomic_load_explicit(&weft__io_nwaiting, memory_order_relaxed) > 0) &&
+            (heir = rt->idle) != NULL) {
             idle_remove_locked(heir);
             atomic_fetch_add(&rt->nspinning, 1);
         }
@@ -562,6 +599,8 @@ static void vcore_park(struct weft__vcore *vc)
     atomic_store_explicit(WEFT__AT(&vc->park_word), 0, memory_order_relaxed);
     set_idle(vc, WEFT__SPINNING);
     vc->spin_until = weft_now_ns() + weft__spin_ns;
+    if (duty) /* any heap's due alarms, not just ours */
+        weft__timers_run_all(vc, vc->spin_until - weft__spin_ns);
 }
 
 void weft__vcore_wake_for_timer(uint64_t deadline)
@@ -588,30 +627,51 @@ static void vcore_idle(struct weft__vcore *vc)
         set_idle(vc, WEFT__BUSY);
         vcore_exit(vc);
     }
+    bool io = atomic_load_explicit(&weft__io_nwaiting, memory_order_relaxed) > 0;
     if (idle_of(vc) == WEFT__BUSY) {
         set_idle(vc, WEFT__SPINNING);
         atomic_fetch_add(&weft__rt.nspinning, 1);
         vc->spin_until = weft_now_ns() + weft__spin_ns;
+        if (io)
+            weft__io_poll(0); /* the work we ran out of may be waiting on I/O */
         return;
     }
-    /* Look at the clock only every 32 rounds: in a VM it costs more than a
-     * round, and a round's length is the latency of noticing new work. */
+    /* Look at the clock (and the poller) only every 32 rounds: in a VM a
+     * clock read costs more than a round, and a round's length is the
+     * latency of noticing new work. */
     weft__cpu_relax();
-    if ((++vc->spin_rounds & 31) || weft_now_ns() < vc->spin_until)
+    if (++vc->spin_rounds & 31)
+        return;
+    if (io && weft__io_poll(0) > 0)
+        return;
+    if (weft_now_ns() < vc->spin_until)
         return;
     vcore_park(vc);
+}
+
+/* vcore_chores() is what every scheduling decision does first: run this
+ * vcore's due alarms and, every 64 decisions, look at the poller if uthreads
+ * wait for I/O and nobody has looked for 200 us (so I/O is noticed even
+ * when no vcore is idle). */
+static void vcore_chores(struct weft__vcore *vc)
+{
+    uint64_t next = atomic_load_explicit(&vc->heap.min, memory_order_acquire);
+    bool poll = (++vc->decisions & 63) == 0 &&
+                atomic_load_explicit(&weft__io_nwaiting, memory_order_relaxed) > 0;
+    if (WEFT__LIKELY(next == UINT64_MAX && !poll))
+        return;
+    uint64_t now = weft_now_ns();
+    if (next <= now)
+        weft__timers_run(vc, now);
+    if (poll)
+        weft__io_poll_if_stale(now);
 }
 
 _Noreturn void weft__vcore_loop(struct weft__vcore *vc)
 {
     const struct weft_sched_ops *ops = weft__rt.ops;
     for (;;) {
-        uint64_t next = weft__timers_next();
-        if (WEFT__UNLIKELY(next != UINT64_MAX)) {
-            uint64_t now = weft_now_ns();
-            if (next <= now)
-                weft__timers_run(now);
-        }
+        vcore_chores(vc);
         ops->sched_entry(); /* returns only when there is nothing to run */
         vcore_idle(vc);
     }
@@ -624,6 +684,7 @@ static void vcores_free(int n)
     for (int i = 0; i < n; i++) {
         struct weft__vcore *vc = &weft__rt.vcores[i];
         weft__stack_vcore_fini(vc);
+        weft__heap_fini(&vc->heap);
         if (vc->stack_lo)
             munmap(vc->stack_lo - weft__page_size, vc->stack_size + weft__page_size);
         free(vc->altstack);
@@ -638,6 +699,7 @@ static int vcore_setup(struct weft__vcore *vc, int id, int cpu)
     vc->id = id;
     vc->cpu = cpu;
     vc->rand = 0x9e3779b9u * (uint32_t)(id + 1);
+    atomic_store_explicit(&vc->heap.min, UINT64_MAX, memory_order_relaxed);
     vc->stack_size = 256 * 1024;
     char *m = mmap(NULL, vc->stack_size + weft__page_size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);

@@ -1,5 +1,6 @@
 /*
- * weft.h — the umbrella header: runtime, uthreads, sleeping.
+ * weft.h — the umbrella header: runtime and uthreads; includes time.h (clocks,
+ * sleep, alarms), io.h (I/O that parks), sync.h and sched.h.
  *
  * weft runs one pinned kernel thread per core ("vcore") and multiplexes cheap
  * user-level threads ("uthreads") on them. Every call here also works from an
@@ -110,12 +111,7 @@ void weft_yield(void);
  * calls pthread_exit(result). */
 _Noreturn void weft_exit(void *result);
 
-/* weft_sleep_ns() sleeps at least ns nanoseconds. Returns 0, or EINVAL if ns
- * has the top bit set. weft_sleep_ns(0) yields. */
-int weft_sleep_ns(uint64_t ns);
-
-/* weft_now_ns() returns CLOCK_MONOTONIC in nanoseconds. */
-uint64_t weft_now_ns(void);
+/* Sleeping and clocks: <weft/time.h>. */
 
 /* weft_park() blocks the calling uthread until weft_unpark() is called for
  * it. An unpark that comes first is kept (one token) and makes the next park
@@ -135,7 +131,9 @@ int weft_setprio(weft_t t, int prio);
 }
 #endif
 
+#include <weft/io.h>
 #include <weft/sched.h>
 #include <weft/sync.h>
+#include <weft/time.h>
 
 #endif /* WEFT_WEFT_H */

@@ -75,14 +75,14 @@ struct weft__waiter *weft__waitq_take_all(struct weft__waitq *q)
 
 /* What a blocking uthread hands to its yield callback. */
 struct block {
-    struct weft__timer tm;
+    struct weft_alarm tm;
     uint32_t *lock;
     struct weft__waitq *q;
     struct weft__waiter *w;
     int why;
 };
 
-static void block_timeout(struct weft__timer *tm)
+static void block_timeout(struct weft_alarm *tm)
 {
     struct block *b = WEFT__CONTAINER(tm, struct block, tm);
     struct weft__waiter *w = b->w;
@@ -102,7 +102,7 @@ static void block_cb(struct weft_uthread *ut, void *arg)
     struct block *b = arg;
     weft_uthread_blocked(ut, b->why);
     if (b->tm.deadline != WEFT_FOREVER)
-        weft__timer_start(&b->tm); /* under the queue lock: it cannot fire early */
+        weft__alarm_arm(&b->tm); /* under the queue lock: it cannot fire early */
     weft__spin_unlock(b->lock);
 }
 
@@ -134,13 +134,12 @@ int weft__wait(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *w,
     w->ut = ut;
     if (!ut)
         return wait_kernel_thread(lock, q, w, deadline_ns);
-    struct block b = {
-        .tm = { .deadline = deadline_ns, .fn = block_timeout },
-        .lock = lock, .q = q, .w = w, .why = why,
-    };
+    struct block b = { .lock = lock, .q = q, .w = w, .why = why };
+    weft_alarm_init(&b.tm, block_timeout);
+    b.tm.deadline = deadline_ns;
     weft_uthread_yield(block_cb, &b);
     if (deadline_ns != WEFT_FOREVER)
-        weft__timer_cancel(&b.tm); /* waits out a timeout that lost the race */
+        weft__alarm_disarm(&b.tm); /* waits out a timeout that lost the race */
     return w->status;
 }
 

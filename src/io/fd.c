@@ -1,0 +1,312 @@
+/*
+ * fd.c — the file-descriptor table, readiness dispatch, waiting on a
+ * descriptor, and choosing the poller. The model is in poller.h.
+ *
+ * The table is two-level (FD_TOP chunks of FD_CHUNK entries, chunks made on
+ * demand and never freed), so a lookup is two loads and entries never move:
+ * a poller event or a waiter may hold an entry pointer at any time. Entries
+ * live for the process; weft_close() only bumps the generation and resets the
+ * kind, and the poller stays up across weft_shutdown()/weft_init() for the
+ * same reason (its registrations describe descriptors, not runtimes).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "poller.h"
+
+#define FD_CHUNK 1024
+#define FD_TOP   4096 /* descriptors up to 4M */
+
+static struct weft__fd *_Atomic fdtab[FD_TOP];
+const struct weft__poller_ops *_Atomic weft__poller;
+_Atomic int weft__io_nwaiting;
+static _Atomic uint64_t last_poll; /* when a vcore last polled, ns */
+
+struct weft__fd *weft__fd_lookup(int fd)
+{
+    if (fd < 0 || fd >= FD_CHUNK * FD_TOP)
+        return NULL;
+    struct weft__fd *chunk = atomic_load_explicit(&fdtab[fd / FD_CHUNK], memory_order_acquire);
+    return chunk ? &chunk[fd % FD_CHUNK] : NULL;
+}
+
+static struct weft__fd *fd_create(int fd)
+{
+    struct weft__fd *chunk = atomic_load_explicit(&fdtab[fd / FD_CHUNK], memory_order_acquire);
+    if (!chunk) {
+        struct weft__fd *c = calloc(FD_CHUNK, sizeof *c);
+        if (!c)
+            return NULL;
+        for (int i = 0; i < FD_CHUNK; i++)
+            c[i].fd = fd / FD_CHUNK * FD_CHUNK + i;
+        if (atomic_compare_exchange_strong(&fdtab[fd / FD_CHUNK], &chunk, c))
+            chunk = c;
+        else
+            free(c); /* someone else made it; chunk now holds theirs */
+    }
+    return &chunk[fd % FD_CHUNK];
+}
+
+/* ---- choosing the poller ---------------------------------------------------- */
+
+static pthread_once_t start_once = PTHREAD_ONCE_INIT;
+static int start_err;
+
+static void start_poller(void)
+{
+    const char *want = getenv("WEFT_POLLER");
+    const struct weft__poller_ops *p = &weft__poll_epoll;
+    if (want && *want && strcmp(want, "epoll") != 0) {
+        if (strcmp(want, "uring") == 0 || strcmp(want, "io_uring") == 0) {
+            int e = weft__poll_uring.init();
+            if (!e) {
+                p = &weft__poll_uring;
+                goto started;
+            }
+            fprintf(stderr, "weft: io_uring refused (%s); using epoll\n", strerror(e));
+        } else {
+            fprintf(stderr, "weft: unknown WEFT_POLLER=%s (epoll, uring); using epoll\n", want);
+        }
+    }
+    start_err = p->init();
+    if (start_err)
+        return;
+started:
+    atomic_store_explicit(&weft__poller, p, memory_order_release);
+    /* A vcore may hold the timer duty asleep on its futex: make it re-park
+     * in the poller now that there is one. */
+    weft__vcore_wake_for_timer(0);
+}
+
+int weft__io_start(void)
+{
+    if (WEFT__LIKELY(atomic_load_explicit(&weft__poller, memory_order_acquire) != NULL))
+        return 0;
+    pthread_once(&start_once, start_poller);
+    return atomic_load_explicit(&weft__poller, memory_order_acquire) ? 0 : (start_err ? start_err : ENOMEM);
+}
+
+const char *weft_poller_name(void)
+{
+    const struct weft__poller_ops *p = atomic_load_explicit(&weft__poller, memory_order_acquire);
+    return p ? p->name : "none";
+}
+
+/* ---- hooks for the vcore loop ----------------------------------------------- */
+
+bool weft__io_active(void)
+{
+    return atomic_load_explicit(&weft__poller, memory_order_relaxed) != NULL;
+}
+
+int weft__io_poll(uint64_t deadline)
+{
+    const struct weft__poller_ops *p = atomic_load_explicit(&weft__poller, memory_order_acquire);
+    if (!p)
+        return 0;
+    int n = p->wait(deadline);
+    atomic_store_explicit(&last_poll, weft_now_ns(), memory_order_relaxed);
+    return n;
+}
+
+void weft__io_poll_if_stale(uint64_t now)
+{
+    if (now - atomic_load_explicit(&last_poll, memory_order_relaxed) >= 200000)
+        weft__io_poll(0);
+}
+
+void weft__io_wakeup(void)
+{
+    const struct weft__poller_ops *p = atomic_load_explicit(&weft__poller, memory_order_acquire);
+    if (p)
+        p->wakeup();
+}
+
+/* ---- classification ---------------------------------------------------------- */
+
+/* classify() decides how weft treats f on first use; f->lock held. */
+static int classify(struct weft__fd *f, const struct weft__poller_ops *p)
+{
+    int fl = fcntl(f->fd, F_GETFL);
+    if (fl < 0)
+        return errno;
+    f->user_nonblock = (fl & O_NONBLOCK) != 0;
+    int kind = WEFT__FD_DIRECT;
+    struct stat st;
+    if (f->fd <= 2) {
+        kind = WEFT__FD_DIRECT; /* shared with other processes: never switched */
+    } else if (fstat(f->fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        kind = WEFT__FD_FILE;
+    } else {
+        if (!f->user_nonblock && fcntl(f->fd, F_SETFL, fl | O_NONBLOCK) < 0)
+            return errno;
+        int e = p->add(f);
+        if (e == 0) {
+            kind = WEFT__FD_POLLED;
+        } else {
+            if (!f->user_nonblock)
+                fcntl(f->fd, F_SETFL, fl); /* put it back: we will not poll it */
+            if (e != EPERM)
+                return e;
+        }
+    }
+    for (int d = 0; d < 2; d++) {
+        f->d[d].armed = false;
+    }
+    atomic_store_explicit(&f->kind, kind, memory_order_release);
+    return 0;
+}
+
+int weft__fd_get(int fd, struct weft__fd **out, uint32_t *gen)
+{
+    if (fd < 0 || fd >= FD_CHUNK * FD_TOP) {
+        if (fd < 0)
+            return EBADF;
+        *out = NULL; /* beyond the table: plain calls */
+        return 0;
+    }
+    int e = weft__io_start();
+    if (e)
+        return e;
+    struct weft__fd *f = weft__fd_lookup(fd);
+    if (!f && !(f = fd_create(fd)))
+        return ENOMEM;
+    *out = f;
+    if (WEFT__LIKELY(atomic_load_explicit(&f->kind, memory_order_acquire) != WEFT__FD_UNKNOWN)) {
+        *gen = atomic_load_explicit(&f->gen, memory_order_relaxed);
+        return 0;
+    }
+    weft__spin_lock(&f->lock);
+    e = 0;
+    if (atomic_load_explicit(&f->kind, memory_order_relaxed) == WEFT__FD_UNKNOWN)
+        e = classify(f, atomic_load_explicit(&weft__poller, memory_order_acquire));
+    *gen = atomic_load_explicit(&f->gen, memory_order_relaxed);
+    weft__spin_unlock(&f->lock);
+    return e;
+}
+
+/* ---- events --------------------------------------------------------------------- */
+
+static void append(struct weft__waiter **list, struct weft__waiter *w)
+{
+    /* Lists are short (one per direction plus poll_fd waiters): prepend. */
+    struct weft__waiter *last = w;
+    while (last->next)
+        last = last->next;
+    last->next = *list;
+    *list = w;
+}
+
+void weft__fd_event(int fd, uint32_t gen, unsigned ev, struct weft__waiter **list)
+{
+    struct weft__fd *f = weft__fd_lookup(fd);
+    if (!f)
+        return;
+    weft__spin_lock(&f->lock);
+    if (atomic_load_explicit(&f->gen, memory_order_relaxed) != gen) {
+        weft__spin_unlock(&f->lock);
+        return; /* closed since: a late event for a dead descriptor */
+    }
+    for (int d = 0; d < 2; d++) {
+        if (!(ev & (d == WEFT__RD ? WEFT__EV_RD : WEFT__EV_WR) || ev & WEFT__EV_ERR))
+            continue;
+        atomic_fetch_add_explicit(&f->d[d].seq, 1, memory_order_release);
+        struct weft__waiter *w = weft__waitq_pop(&f->d[d].q);
+        if (w)
+            append(list, w);
+        if (ev & WEFT__EV_ERR) { /* an error wakes everyone: they will all see it */
+            struct weft__waiter *all = weft__waitq_take_all(&f->d[d].q);
+            if (all)
+                append(list, all);
+        }
+    }
+    struct weft__waiter *all = weft__waitq_take_all(&f->any);
+    if (all)
+        append(list, all);
+    weft__spin_unlock(&f->lock);
+}
+
+/* ---- waiting ----------------------------------------------------------------------- */
+
+int weft__fd_wait(struct weft__fd *f, uint32_t gen, int dirs, uint32_t seq_rd, uint32_t seq_wr,
+                  uint64_t deadline)
+{
+    const struct weft__poller_ops *p = atomic_load_explicit(&weft__poller, memory_order_acquire);
+    struct weft__waiter w;
+    weft__waiter_init(&w);
+    weft__spin_lock(&f->lock);
+    if (atomic_load_explicit(&f->gen, memory_order_relaxed) != gen) {
+        weft__spin_unlock(&f->lock);
+        return EBADF;
+    }
+    if (((dirs & 1) && atomic_load_explicit(&f->d[WEFT__RD].seq, memory_order_relaxed) != seq_rd) ||
+        ((dirs & 2) && atomic_load_explicit(&f->d[WEFT__WR].seq, memory_order_relaxed) != seq_wr)) {
+        weft__spin_unlock(&f->lock);
+        return 0; /* readiness came between the try and now */
+    }
+    struct weft__waitq *q;
+    if (dirs == 1 || dirs == 2) {
+        int d = dirs == 1 ? WEFT__RD : WEFT__WR;
+        p->arm(f, d);
+        q = &f->d[d].q;
+    } else {
+        p->arm(f, WEFT__RD);
+        p->arm(f, WEFT__WR);
+        q = &f->any;
+    }
+    weft__waitq_push(q, &w);
+    atomic_fetch_add_explicit(&weft__io_nwaiting, 1, memory_order_relaxed);
+    int st = weft__wait(&f->lock, q, &w, deadline, WEFT_BLOCK_IO);
+    atomic_fetch_sub_explicit(&weft__io_nwaiting, 1, memory_order_relaxed);
+    return st;
+}
+
+void weft__fd_pass(struct weft__fd *f, int dir)
+{
+    if (WEFT__LIKELY(atomic_load_explicit((_Atomic uint32_t *)&f->d[dir].q.n, memory_order_relaxed) == 0))
+        return;
+    weft__spin_lock(&f->lock);
+    struct weft__waiter *w = weft__waitq_pop(&f->d[dir].q);
+    weft__spin_unlock(&f->lock);
+    if (w)
+        weft__waiter_wake(w);
+}
+
+/* ---- closing ----------------------------------------------------------------------- */
+
+void weft__fd_drop(int fd)
+{
+    struct weft__fd *f = weft__fd_lookup(fd);
+    if (!f || atomic_load_explicit(&f->kind, memory_order_acquire) == WEFT__FD_UNKNOWN)
+        return;
+    struct weft__waiter *list = NULL;
+    weft__spin_lock(&f->lock);
+    if (atomic_load_explicit(&f->kind, memory_order_relaxed) == WEFT__FD_POLLED)
+        atomic_load_explicit(&weft__poller, memory_order_acquire)->del(f);
+    atomic_fetch_add_explicit(&f->gen, 1, memory_order_relaxed);
+    atomic_store_explicit(&f->kind, WEFT__FD_UNKNOWN, memory_order_relaxed);
+    f->user_nonblock = false;
+    struct weft__waitq *qs[3] = { &f->d[0].q, &f->d[1].q, &f->any };
+    for (int i = 0; i < 3; i++) {
+        struct weft__waiter *all = weft__waitq_take_all(qs[i]);
+        for (struct weft__waiter *w = all; w; w = w->next)
+            w->status = EBADF;
+        if (all)
+            append(&list, all);
+    }
+    f->d[0].armed = f->d[1].armed = false;
+    weft__spin_unlock(&f->lock);
+    weft__waiter_wake_list(list);
+}
+
+void weft_fd_forget(int fd)
+{
+    weft__fd_drop(fd);
+}
