@@ -34,6 +34,13 @@ static inline void weft__spin_lock(uint32_t *l)
     weft__spin_lock_slow(l);
 }
 
+/* weft__spin_trylock() takes *l if it is free; true if it did. */
+static inline bool weft__spin_trylock(uint32_t *l)
+{
+    return atomic_load_explicit(WEFT__AT(l), memory_order_relaxed) == 0 &&
+           !atomic_exchange_explicit(WEFT__AT(l), 1, memory_order_acquire);
+}
+
 /* weft__spin_unlock() releases *l. */
 static inline void weft__spin_unlock(uint32_t *l)
 {

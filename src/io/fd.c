@@ -217,6 +217,8 @@ void weft__fd_event(int fd, uint32_t gen, unsigned ev, struct weft__waiter **lis
     for (int d = 0; d < 2; d++) {
         if (!(ev & (d == WEFT__RD ? WEFT__EV_RD : WEFT__EV_WR) || ev & WEFT__EV_ERR))
             continue;
+        if ((ev & WEFT__EV_ONESHOT) && (ev & (d == WEFT__RD ? WEFT__EV_RD : WEFT__EV_WR)))
+            f->d[d].armed = false;
         atomic_fetch_add_explicit(&f->d[d].seq, 1, memory_order_release);
         struct weft__waiter *w = weft__waitq_pop(&f->d[d].q);
         if (w)

@@ -1,5 +1,219 @@
-/* placeholder, replaced below */
+/*
+ * poll_uring.c — the io_uring poller (WEFT_POLLER=uring), via liburing.
+ *
+ * Readiness: a one-shot IORING_OP_POLL_ADD per descriptor direction, armed
+ * when a waiter queues and none is in flight (poller.h). Its completion is
+ * an edge for that direction. Closing removes in-flight polls; their late
+ * completions carry the old generation and are dropped.
+ * Regular files: weft_read/weft_write/weft_pread/weft_pwrite on a regular
+ * file from a uthread submit IORING_OP_READ/WRITE and park until the
+ * completion (file_rw), so disk reads do not hold the vcore.
+ * Wake-up: a NOP submitted by any thread completes and ends a blocked wait.
+ *
+ * Locks: sq_lock serialises submissions (any vcore); cq_lock serialises
+ * reaping completions. The duty vcore blocks in the kernel without it, so a
+ * spinning vcore's quick poll can reap (and run) what the kernel is about
+ * to wake the duty vcore for; a quick poll that finds cq_lock taken goes on.
+ * A wait with a timeout needs IORING_FEAT_EXT_ARG (Linux 5.11) so that it
+ * never touches the submission queue; without it init fails and weft uses
+ * epoll.
+ *
+ * user_data: WAKE and IGNORE are small constants; an odd value is a poll
+ * (gen << 32 | fd << 2 | dir << 1 | 1); anything else points to a
+ * struct ring_req on a parked uthread's stack.
+ */
+#define _GNU_SOURCE
 #include <errno.h>
+
 #include "poller.h"
-static int init_none(void) { return ENOSYS; }
+
+#ifdef WEFT_HAVE_URING
+#include <liburing.h>
+#include <poll.h>
+
+#define WAKE_TAG   2u
+#define IGNORE_TAG 4u
+#define RING_SIZE  1024
+
+static struct io_uring ring;
+static uint32_t sq_lock, cq_lock;
+
+struct ring_req {
+    struct weft__waiter w;
+    uint32_t lock;               /* held by the submitter until it is parked */
+    int res;                     /* the completion's result; written before the wake */
+};
+
+static int init_uring(void)
+{
+    struct io_uring_params p = { 0 };
+    int r = io_uring_queue_init_params(RING_SIZE, &ring, &p);
+    if (r < 0)
+        return -r;
+    if (!(p.features & IORING_FEAT_EXT_ARG)) {
+        io_uring_queue_exit(&ring);
+        return ENOSYS; /* timed waits would need the submission queue */
+    }
+    return 0;
+}
+
+/* get_sqe() returns a free entry; sq_lock held. */
+static struct io_uring_sqe *get_sqe(void)
+{
+    struct io_uring_sqe *sqe;
+    while (!(sqe = io_uring_get_sqe(&ring)))
+        io_uring_submit(&ring); /* full: push what is there */
+    return sqe;
+}
+
+static void submit_locked(void)
+{
+    int r;
+    while ((r = io_uring_submit(&ring)) == -EINTR || r == -EAGAIN || r == -EBUSY)
+        ;
+}
+
+static uint64_t poll_tag(struct weft__fd *f, int dir)
+{
+    return (uint64_t)atomic_load_explicit(&f->gen, memory_order_relaxed) << 32 |
+           (uint64_t)(uint32_t)f->fd << 2 | (uint64_t)dir << 1 | 1u;
+}
+
+static int add_uring(struct weft__fd *f)
+{
+    (void)f;
+    return 0; /* polls are armed per wait */
+}
+
+static void arm_uring(struct weft__fd *f, int dir)
+{
+    if (f->d[dir].armed)
+        return;
+    weft__spin_lock(&sq_lock);
+    struct io_uring_sqe *sqe = get_sqe();
+    io_uring_prep_poll_add(sqe, f->fd, dir == WEFT__RD ? POLLIN | POLLRDHUP : POLLOUT);
+    io_uring_sqe_set_data64(sqe, poll_tag(f, dir));
+    submit_locked();
+    weft__spin_unlock(&sq_lock);
+    f->d[dir].armed = true;
+}
+
+static void del_uring(struct weft__fd *f)
+{
+    weft__spin_lock(&sq_lock);
+    for (int d = 0; d < 2; d++) {
+        if (!f->d[d].armed)
+            continue;
+        struct io_uring_sqe *sqe = get_sqe();
+        io_uring_prep_poll_remove(sqe, poll_tag(f, d));
+        io_uring_sqe_set_data64(sqe, IGNORE_TAG);
+    }
+    submit_locked();
+    weft__spin_unlock(&sq_lock);
+}
+
+static int wait_uring(uint64_t deadline)
+{
+    if (deadline) {
+        /* Block without cq_lock: quick polls by other vcores may reap what
+         * woke us meanwhile; then we find nothing and our caller looks again. */
+        struct io_uring_cqe *cqe;
+        struct __kernel_timespec ts, *tp = NULL;
+        if (deadline != UINT64_MAX) {
+            uint64_t now = weft_now_ns();
+            uint64_t d = deadline > now ? deadline - now : 0;
+            ts.tv_sec = (long long)(d / 1000000000u);
+            ts.tv_nsec = (long long)(d % 1000000000u);
+            tp = &ts;
+        }
+        io_uring_wait_cqe_timeout(&ring, &cqe, tp); /* -ETIME, -EINTR: look anyway */
+        weft__spin_lock(&cq_lock);
+    } else if (!weft__spin_trylock(&cq_lock)) {
+        return 0; /* another vcore is reaping */
+    }
+    struct weft__waiter *list = NULL;
+    struct io_uring_cqe *cqe;
+    unsigned head, seen = 0;
+    io_uring_for_each_cqe(&ring, head, cqe) {
+        seen++;
+        uint64_t tag = io_uring_cqe_get_data64(cqe);
+        if (tag == WAKE_TAG || tag == IGNORE_TAG)
+            continue;
+        if (tag & 1) {
+            int dir = (int)(tag >> 1 & 1);
+            unsigned ev = (dir == WEFT__RD ? WEFT__EV_RD : WEFT__EV_WR) | WEFT__EV_ONESHOT;
+            if (cqe->res > 0 && (cqe->res & (POLLERR | POLLHUP)))
+                ev |= WEFT__EV_ERR;
+            weft__fd_event((int)(uint32_t)(tag >> 2 & 0x3fffffffu), (uint32_t)(tag >> 32), ev, &list);
+            continue;
+        }
+        struct ring_req *rq = (struct ring_req *)(uintptr_t)tag;
+        rq->res = cqe->res;
+        weft__spin_lock(&rq->lock); /* the submitter is parked once we hold it */
+        rq->w.status = 0;
+        weft__spin_unlock(&rq->lock);
+        rq->w.next = list;
+        list = &rq->w;
+    }
+    io_uring_cq_advance(&ring, seen);
+    weft__spin_unlock(&cq_lock);
+    int woken = 0;
+    for (struct weft__waiter *w = list; w; w = w->next)
+        woken++;
+    weft__waiter_wake_list(list);
+    return woken;
+}
+
+static void wakeup_uring(void)
+{
+    weft__spin_lock(&sq_lock);
+    struct io_uring_sqe *sqe = get_sqe();
+    io_uring_prep_nop(sqe);
+    io_uring_sqe_set_data64(sqe, WAKE_TAG);
+    submit_locked();
+    weft__spin_unlock(&sq_lock);
+}
+
+static ssize_t file_rw_uring(bool write, int fd, void *buf, size_t n, off_t off)
+{
+    struct ring_req rq = { .res = 0 };
+    weft__waiter_init(&rq.w);
+    if (n > 0x7ffff000u)
+        n = 0x7ffff000u; /* what read(2) and write(2) transfer at most */
+    weft__spin_lock(&rq.lock);
+    weft__spin_lock(&sq_lock);
+    struct io_uring_sqe *sqe = get_sqe();
+    if (write)
+        io_uring_prep_write(sqe, fd, buf, (unsigned)n, (uint64_t)off);
+    else
+        io_uring_prep_read(sqe, fd, buf, (unsigned)n, (uint64_t)off);
+    io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)&rq);
+    submit_locked();
+    weft__spin_unlock(&sq_lock);
+    atomic_fetch_add_explicit(&weft__io_nwaiting, 1, memory_order_relaxed);
+    weft__wait(&rq.lock, NULL, &rq.w, WEFT_FOREVER, WEFT_BLOCK_IO); /* the kernel writes buf */
+    atomic_fetch_sub_explicit(&weft__io_nwaiting, 1, memory_order_relaxed);
+    return rq.res;
+}
+
+const struct weft__poller_ops weft__poll_uring = {
+    .name = "io_uring",
+    .init = init_uring,
+    .add = add_uring,
+    .arm = arm_uring,
+    .del = del_uring,
+    .wait = wait_uring,
+    .wakeup = wakeup_uring,
+    .file_rw = file_rw_uring,
+};
+
+#else /* !WEFT_HAVE_URING */
+
+static int init_none(void)
+{
+    return ENOSYS; /* "io_uring refused (Function not implemented)": not built in */
+}
+
 const struct weft__poller_ops weft__poll_uring = { .name = "io_uring", .init = init_none };
+
+#endif
