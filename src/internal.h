@@ -27,6 +27,11 @@
 #define WEFT__CONTAINER(p, type, field) ((type *)(void *)((char *)(p) - offsetof(type, field)))
 #define WEFT__NOINLINE __attribute__((noinline))
 
+/* libweft never calls the libc functions the shim (src/shim) interposes —
+ * read, write, readv, writev, recv*, send*, accept*, connect, close, poll,
+ * sleep, usleep, nanosleep — or an interposed program would call back into
+ * itself (and --wrap would rename them): it uses syscall(SYS_...) instead. */
+
 /* weft__panic() prints "weft: <message>" and aborts: impossible states only. */
 _Noreturn void weft__panic(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -97,7 +98,7 @@ static _Noreturn void overflow_report(struct weft_uthread *t, const char *how)
     p = fmt_s(p, " KiB stack");
     p = fmt_s(p, how);
     *p++ = '\n';
-    if (write(2, buf, (size_t)(p - buf)) < 0) {
+    if (syscall(SYS_write, 2, buf, (size_t)(p - buf)) < 0) {
         /* nothing else to try */
     }
     signal(SIGABRT, SIG_DFL);
@@ -114,7 +115,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
             overflow_report(t, "");
         if (!t && addr >= vc->stack_lo - weft__page_size && addr < vc->stack_lo) {
             static const char msg[] = "weft: vcore context overflowed its stack\n";
-            if (write(2, msg, sizeof msg - 1) < 0) {
+            if (syscall(SYS_write, 2, msg, sizeof msg - 1) < 0) {
             }
             signal(SIGABRT, SIG_DFL);
             abort();

@@ -112,7 +112,7 @@ _Noreturn void weft__panic(const char *fmt, ...)
     if (n > (int)sizeof buf - 2)
         n = (int)sizeof buf - 2;
     buf[n++] = '\n';
-    if (write(2, "weft: ", 6) < 0 || write(2, buf, (size_t)n) < 0) {
+    if (syscall(SYS_write, 2, "weft: ", 6) < 0 || syscall(SYS_write, 2, buf, (size_t)n) < 0) {
         /* nothing more we can do */
     }
     abort();

@@ -308,6 +308,13 @@ void weft__fd_drop(int fd)
     weft__waiter_wake_list(list);
 }
 
+int weft__fd_managed(int fd)
+{
+    struct weft__fd *f = weft__fd_lookup(fd);
+    return f && atomic_load_explicit(&f->kind, memory_order_acquire) == WEFT__FD_POLLED &&
+           !f->user_nonblock;
+}
+
 void weft_fd_forget(int fd)
 {
     weft__fd_drop(fd);

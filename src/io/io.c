@@ -8,6 +8,9 @@
  * io_once until everything is written (a blocking write's promise). A
  * kernel thread that is not a uthread waits in ppoll(2) instead of parking.
  *
+ * The system calls go through syscall(2), never the libc functions of the
+ * same name: the shim (src/shim) interposes those and would call us back.
+ *
  * errno: a uthread may come back from a park on another vcore, whose kernel
  * thread has another errno, and glibc lets the compiler keep errno's address
  * across calls. So the system calls run in sys_op(), a separate function
@@ -24,6 +27,7 @@
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -80,20 +84,20 @@ static WEFT__NOINLINE ssize_t sys_op(int fd, const struct req *r)
 {
     ssize_t n;
     switch (r->op) {
-    case OP_READ:     n = read(fd, r->buf, r->n); break;
-    case OP_WRITE:    n = write(fd, r->buf, r->n); break;
-    case OP_READV:    n = readv(fd, r->iov, r->iovcnt); break;
-    case OP_WRITEV:   n = writev(fd, r->iov, r->iovcnt); break;
-    case OP_RECV:     n = recv(fd, r->buf, r->n, r->flags); break;
-    case OP_SEND:     n = send(fd, r->buf, r->n, r->flags); break;
-    case OP_RECVFROM: n = recvfrom(fd, r->buf, r->n, r->flags, r->addr, r->addrlen); break;
-    case OP_SENDTO:   n = sendto(fd, r->buf, r->n, r->flags, r->addr, r->tolen); break;
-    case OP_RECVMSG:  n = recvmsg(fd, r->msg, r->flags); break;
-    case OP_SENDMSG:  n = sendmsg(fd, r->msg, r->flags); break;
-    case OP_ACCEPT4:  n = accept4(fd, r->addr, r->addrlen, r->flags); break;
-    case OP_SENDFILE: n = sendfile(fd, r->in_fd, r->offp, r->n); break;
-    case OP_PREAD:    n = pread(fd, r->buf, r->n, r->off); break;
-    case OP_PWRITE:   n = pwrite(fd, r->buf, r->n, r->off); break;
+    case OP_READ:     n = syscall(SYS_read, fd, r->buf, r->n); break;
+    case OP_WRITE:    n = syscall(SYS_write, fd, r->buf, r->n); break;
+    case OP_READV:    n = syscall(SYS_readv, fd, r->iov, r->iovcnt); break;
+    case OP_WRITEV:   n = syscall(SYS_writev, fd, r->iov, r->iovcnt); break;
+    case OP_RECV:     n = syscall(SYS_recvfrom, fd, r->buf, r->n, r->flags, NULL, NULL); break;
+    case OP_SEND:     n = syscall(SYS_sendto, fd, r->buf, r->n, r->flags, NULL, 0); break;
+    case OP_RECVFROM: n = syscall(SYS_recvfrom, fd, r->buf, r->n, r->flags, r->addr, r->addrlen); break;
+    case OP_SENDTO:   n = syscall(SYS_sendto, fd, r->buf, r->n, r->flags, r->addr, r->tolen); break;
+    case OP_RECVMSG:  n = syscall(SYS_recvmsg, fd, r->msg, r->flags); break;
+    case OP_SENDMSG:  n = syscall(SYS_sendmsg, fd, r->msg, r->flags); break;
+    case OP_ACCEPT4:  n = syscall(SYS_accept4, fd, r->addr, r->addrlen, r->flags); break;
+    case OP_SENDFILE: n = syscall(SYS_sendfile, fd, r->in_fd, r->offp, r->n); break;
+    case OP_PREAD:    n = syscall(SYS_pread64, fd, r->buf, r->n, r->off); break;
+    case OP_PWRITE:   n = syscall(SYS_pwrite64, fd, r->buf, r->n, r->off); break;
     default:          n = -1; errno = EINVAL; break;
     }
     return n < 0 ? -errno : n;
@@ -342,14 +346,14 @@ int weft_accept(int fd, struct sockaddr *addr, socklen_t *addrlen)
 
 static WEFT__NOINLINE int sys_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
-    return connect(fd, addr, len) < 0 ? -errno : 0;
+    return syscall(SYS_connect, fd, addr, len) < 0 ? -errno : 0;
 }
 
 /* connect_result() is 0 (connected), -errno (failed) or 1 (still going). */
 static WEFT__NOINLINE int connect_result(int fd)
 {
     struct pollfd p = { .fd = fd, .events = POLLOUT };
-    if (poll(&p, 1, 0) == 0)
+    if (ppoll(&p, 1, &(struct timespec){ 0, 0 }, NULL) == 0)
         return 1;
     int err = 0;
     socklen_t len = sizeof err;
@@ -401,15 +405,17 @@ int weft_poll_fd(int fd, short events, int64_t timeout_ns)
     if (e)
         return (int)ret(-e);
     if (!f || atomic_load_explicit(&f->kind, memory_order_relaxed) != WEFT__FD_POLLED || !weft_self()) {
-        int ms = deadline == WEFT_FOREVER ? -1 : (int)((deadline > now ? deadline - now : 0) / 1000000u);
         for (;;) {
-            int n = poll(&p, 1, ms);
+            uint64_t left = deadline > now ? deadline - now : 0;
+            struct timespec ts = { (time_t)(left / 1000000000u), (long)(left % 1000000000u) };
+            int n = ppoll(&p, 1, deadline == WEFT_FOREVER ? NULL : &ts, NULL);
             if (n > 0)
                 return p.revents;
             if (n == 0)
                 return io_bound && timeout_ns != 0 ? (int)ret(-ETIMEDOUT) : 0;
             if (errno != EINTR)
                 return -1;
+            now = weft_now_ns();
         }
     }
     int dirs = 0;
@@ -423,7 +429,7 @@ int weft_poll_fd(int fd, short events, int64_t timeout_ns)
         uint32_t s_rd = atomic_load_explicit(&f->d[WEFT__RD].seq, memory_order_acquire);
         uint32_t s_wr = atomic_load_explicit(&f->d[WEFT__WR].seq, memory_order_acquire);
         p.revents = 0;
-        int n = poll(&p, 1, 0);
+        int n = ppoll(&p, 1, &(struct timespec){ 0, 0 }, NULL);
         if (n > 0)
             return p.revents;
         if (timeout_ns == 0)
@@ -442,7 +448,7 @@ int weft_close(int fd)
 {
     weft__fd_drop(fd);
     int saved = errno;
-    int r = close(fd);
+    int r = (int)syscall(SYS_close, fd);
     if (r < 0 && errno == EINTR) { /* Linux has closed it anyway */
         errno = saved;
         return 0;

@@ -33,7 +33,7 @@ static int init_epoll(void)
     evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (evfd < 0) {
         int e = errno;
-        close(epfd);
+        syscall(SYS_close, epfd);
         epfd = -1;
         return e;
     }
@@ -92,7 +92,7 @@ static int wait_epoll(uint64_t deadline)
              * poll that took the wake-up meant for it would leave it asleep.
              * The eventfd is level-triggered, so the duty vcore sees it. */
             uint64_t v;
-            if (deadline && read(evfd, &v, sizeof v) < 0) {
+            if (deadline && syscall(SYS_read, evfd, &v, sizeof v) < 0) {
                 /* EAGAIN: nothing left to drain */
             }
             continue;
@@ -118,7 +118,7 @@ static void wakeup_epoll(void)
 {
     uint64_t one = 1;
     int saved = errno;
-    if (write(evfd, &one, sizeof one) < 0) {
+    if (syscall(SYS_write, evfd, &one, sizeof one) < 0) {
         /* the counter is full: it is readable anyway */
     }
     errno = saved;

@@ -117,6 +117,10 @@ void weft__fd_pass(struct weft__fd *f, int dir);
  * every waiter on it with EBADF. */
 void weft__fd_drop(int fd);
 
+/* weft__fd_managed() is 1 if weft made fd non-blocking and polls it (the
+ * shim then routes plain calls on it through weft from any thread). */
+int weft__fd_managed(int fd);
+
 /* weft__fd_lookup() is fd's entry or NULL (never creates one). */
 struct weft__fd *weft__fd_lookup(int fd);
 
