@@ -191,6 +191,20 @@ static inline void weft__vcore_busy(struct weft__vcore *vc)
         weft__vcore_became_busy(vc);
 }
 
+/* weft__chores_due() counts a scheduling decision and says whether it must
+ * run weft__vcore_chores() first: alarms are armed on this vcore, or it is
+ * every 64th decision (the chores then look at the poller if uthreads wait
+ * for I/O and nobody has looked for 200 us, so I/O is noticed even when no
+ * vcore is idle). One increment and one load when nothing is due. */
+static inline bool weft__chores_due(struct weft__vcore *vc)
+{
+    return WEFT__UNLIKELY((++vc->decisions & 63) == 0) ||
+           WEFT__UNLIKELY(atomic_load_explicit(&vc->heap.min, memory_order_relaxed) != UINT64_MAX);
+}
+
+/* weft__vcore_chores() runs this vcore's due alarms and the paced poll. */
+void weft__vcore_chores(struct weft__vcore *vc);
+
 /* weft__vcore_wake_for_timer(deadline): a timer due at deadline was added. */
 void weft__vcore_wake_for_timer(uint64_t deadline);
 

@@ -292,19 +292,18 @@ int weft_setprio(weft_t t, int prio)
 
 /* ---- yield, park -------------------------------------------------------- */
 
-/* yield_entry() is vcore context after weft_yield(): requeue the uthread
- * and, with the scheduler's thread_yield op, pick and run the next one
- * directly, unless timers are due (the vcore loop runs those first). */
+/* yield_entry() is vcore context after weft_yield(): run the chores if due,
+ * then requeue the uthread and, with the scheduler's thread_yield op, pick
+ * and run the next one directly. */
 static void yield_entry(void *arg)
 {
     struct weft__vcore *vc = arg;
     struct weft_uthread *ut = weft__vcore_arrive(vc);
     const struct weft_sched_ops *ops = weft__rt.ops;
     atomic_store_explicit(&ut->state, WEFT__RUNNABLE, memory_order_relaxed);
-    /* The fast path skips vcore_chores(): only when no alarm is armed here
-     * and this is not a decision on which the chores look at the poller. */
-    if (ops->thread_yield && atomic_load_explicit(&vc->heap.min, memory_order_relaxed) == UINT64_MAX &&
-        (++vc->decisions & 63) != 0) {
+    if (weft__chores_due(vc))
+        weft__vcore_chores(vc); /* before picking: a due alarm may wake someone */
+    if (ops->thread_yield) {
         struct weft_uthread *next = ops->thread_yield(ut);
         if (next)
             run_on(vc, next);

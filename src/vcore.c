@@ -649,16 +649,12 @@ static void vcore_idle(struct weft__vcore *vc)
     vcore_park(vc);
 }
 
-/* vcore_chores() is what every scheduling decision does first: run this
- * vcore's due alarms and, every 64 decisions, look at the poller if uthreads
- * wait for I/O and nobody has looked for 200 us (so I/O is noticed even
- * when no vcore is idle). */
-static void vcore_chores(struct weft__vcore *vc)
+void weft__vcore_chores(struct weft__vcore *vc)
 {
     uint64_t next = atomic_load_explicit(&vc->heap.min, memory_order_acquire);
-    bool poll = (++vc->decisions & 63) == 0 &&
+    bool poll = (vc->decisions & 63) == 0 &&
                 atomic_load_explicit(&weft__io_nwaiting, memory_order_relaxed) > 0;
-    if (WEFT__LIKELY(next == UINT64_MAX && !poll))
+    if (next == UINT64_MAX && !poll)
         return;
     uint64_t now = weft_now_ns();
     if (next <= now)
@@ -671,7 +667,8 @@ _Noreturn void weft__vcore_loop(struct weft__vcore *vc)
 {
     const struct weft_sched_ops *ops = weft__rt.ops;
     for (;;) {
-        vcore_chores(vc);
+        if (weft__chores_due(vc))
+            weft__vcore_chores(vc);
         ops->sched_entry(); /* returns only when there is nothing to run */
         vcore_idle(vc);
     }

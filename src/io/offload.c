@@ -34,8 +34,9 @@ static struct {
     pthread_cond_t cv;           /* helpers wait here for jobs */
     struct job *head, *tail;     /* queued jobs; guarded by m */
     int nthreads, nidle;         /* guarded by m */
+    int nqueued;                 /* jobs in the queue; guarded by m */
     int max;                     /* fixed after the first call */
-} pool = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0, 0 };
+} pool = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0, 0, 0 };
 
 static pthread_once_t max_once = PTHREAD_ONCE_INIT;
 
@@ -65,6 +66,7 @@ static void *helper(void *unused)
             }
         }
         struct job *j = pool.head;
+        pool.nqueued--;
         pool.head = j->next;
         if (!pool.head)
             pool.tail = NULL;
@@ -87,7 +89,8 @@ static int submit(struct job *j)
 {
     pthread_once(&max_once, read_max);
     pthread_mutex_lock(&pool.m);
-    if (pool.nidle == 0 && pool.nthreads < pool.max) {
+    /* Idle helpers that have not yet taken a queued job are spoken for. */
+    if (pool.nqueued >= pool.nidle && pool.nthreads < pool.max) {
         pthread_t t;
         pthread_attr_t a;
         pthread_attr_init(&a);
@@ -107,6 +110,7 @@ static int submit(struct job *j)
     else
         pool.head = j;
     pool.tail = j;
+    pool.nqueued++;
     pthread_cond_signal(&pool.cv);
     pthread_mutex_unlock(&pool.m);
     return 0;

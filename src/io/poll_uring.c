@@ -10,10 +10,9 @@
  * completion (file_rw), so disk reads do not hold the vcore.
  * Wake-up: a NOP submitted by any thread completes and ends a blocked wait.
  *
- * Locks: sq_lock serialises submissions (any vcore); cq_lock serialises
- * reaping completions. The duty vcore blocks in the kernel without it, so a
- * spinning vcore's quick poll can reap (and run) what the kernel is about
- * to wake the duty vcore for; a quick poll that finds cq_lock taken goes on.
+ * Locks: sq_lock serialises submissions (any vcore); cq_lock is held by the
+ * one consumer of completions, for its whole wait when it blocks (the duty
+ * vcore), so quick polls by other vcores find it taken and go on.
  * A wait with a timeout needs IORING_FEAT_EXT_ARG (Linux 5.11) so that it
  * never touches the submission queue; without it init fails and weft uses
  * epoll.
@@ -114,9 +113,14 @@ static void del_uring(struct weft__fd *f)
 
 static int wait_uring(uint64_t deadline)
 {
-    if (deadline) {
-        /* Block without cq_lock: quick polls by other vcores may reap what
-         * woke us meanwhile; then we find nothing and our caller looks again. */
+    if (deadline == 0) {
+        if (!weft__spin_trylock(&cq_lock))
+            return 0; /* the duty vcore is in there */
+    } else {
+        /* Blocking, we keep cq_lock: a quick poll by another vcore must not
+         * reap the NOP that is meant to wake us (the kernel would then not
+         * end our wait: it counts what is in the ring, not what was posted). */
+        weft__spin_lock(&cq_lock);
         struct io_uring_cqe *cqe;
         struct __kernel_timespec ts, *tp = NULL;
         if (deadline != UINT64_MAX) {
@@ -127,9 +131,6 @@ static int wait_uring(uint64_t deadline)
             tp = &ts;
         }
         io_uring_wait_cqe_timeout(&ring, &cqe, tp); /* -ETIME, -EINTR: look anyway */
-        weft__spin_lock(&cq_lock);
-    } else if (!weft__spin_trylock(&cq_lock)) {
-        return 0; /* another vcore is reaping */
     }
     struct weft__waiter *list = NULL;
     struct io_uring_cqe *cqe;
