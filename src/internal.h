@@ -148,6 +148,7 @@ struct weft__runtime {
     _Alignas(WEFT__CACHELINE) uint32_t live; /* atomic: uthreads not yet finished; futex for shutdown */
     _Atomic uint64_t next_id;        /* uthread ids */
     _Atomic unsigned spawn_rr;       /* round robin for spawns from outside */
+    _Atomic int outside_wakers;      /* non-vcore threads inside weft_uthread_runnable */
 };
 
 extern struct weft__runtime weft__rt;

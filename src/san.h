@@ -43,6 +43,8 @@ void *__tsan_get_current_fiber(void);
 void *__tsan_create_fiber(unsigned flags);
 void __tsan_destroy_fiber(void *fiber);
 void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
 #endif
 #ifdef WEFT_VALGRIND
 #include <valgrind/valgrind.h>
@@ -147,6 +149,25 @@ static inline void weft__san_vcore_left(struct weft__san *vcore)
         __tsan_destroy_fiber(old);
 #endif
     (void)vcore;
+}
+
+/* weft__san_release()/weft__san_acquire() tell TSan about a hand-over it
+ * cannot see: a pointer that travels through the kernel (an io_uring
+ * submission and its completion). */
+static inline void weft__san_release(void *addr)
+{
+#ifdef WEFT_TSAN
+    __tsan_release(addr);
+#endif
+    (void)addr;
+}
+
+static inline void weft__san_acquire(void *addr)
+{
+#ifdef WEFT_TSAN
+    __tsan_acquire(addr);
+#endif
+    (void)addr;
 }
 
 /* weft__san_thread_ctx() is the context to switch to when a vcore goes back

@@ -100,12 +100,21 @@ _Noreturn void weft_run_uthread(struct weft_uthread *t)
 
 void weft_uthread_runnable(struct weft_uthread *t)
 {
+    /* A kernel thread that is not a vcore (an offload helper, a pthread
+     * posting a semaphore) is counted while it is inside the scheduler:
+     * the uthread it wakes may finish and weft_shutdown() free the vcores
+     * before the kick returns. */
+    bool outside = WEFT__UNLIKELY(weft__vc_at_entry() == NULL);
+    if (outside)
+        atomic_fetch_add_explicit(&weft__rt.outside_wakers, 1, memory_order_acq_rel);
     int exp = WEFT__BLOCKED;
     if (!atomic_compare_exchange_strong_explicit(&t->state, &exp, WEFT__RUNNABLE,
                                                  memory_order_acq_rel, memory_order_relaxed))
         weft__panic("uthread %llu made runnable while in state %d (invariant 1: a uthread "
                     "is on at most one run queue)", (unsigned long long)t->id, exp);
     weft__rt.ops->thread_runnable(t);
+    if (outside)
+        atomic_fetch_sub_explicit(&weft__rt.outside_wakers, 1, memory_order_release);
 }
 
 void weft_uthread_blocked(struct weft_uthread *t, int why)

@@ -816,6 +816,8 @@ void weft_shutdown(void)
         weft__futex_wait(&rt->live, live, UINT64_MAX);
     }
     weft__shutdown_waiting(false);
+    while (atomic_load_explicit(&rt->outside_wakers, memory_order_acquire))
+        sched_yield(); /* a kernel thread is finishing a wake-up: a few instructions */
     atomic_store(&rt->state, WEFT__STOPPING);
     for (int i = 0; i < rt->nvcores; i++)
         vcore_signal(&rt->vcores[i]);

@@ -201,7 +201,7 @@ static ssize_t write_all(int fd, struct req *r)
     size_t total = 0, want = r->n;
     char *base = r->buf;
     do {
-        r->buf = base + total;
+        r->buf = base ? base + total : NULL; /* sendfile has no buffer */
         r->n = want - total;
         ssize_t n = io_once(fd, r);
         if (n < 0)

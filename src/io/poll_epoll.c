@@ -24,6 +24,7 @@
 #define BATCH 128
 
 static int epfd = -1, evfd = -1;
+static _Atomic bool have_pwait2 = true; /* epoll_pwait2: ns timeouts */
 
 static int init_epoll(void)
 {
@@ -80,7 +81,17 @@ static int wait_epoll(uint64_t deadline)
         ts.tv_nsec = (long)(d % 1000000000u);
     }
     int saved = errno;
-    long n = syscall(SYS_epoll_pwait2, epfd, evs, BATCH, tp, NULL, (size_t)0);
+    long n = -1;
+    if (atomic_load_explicit(&have_pwait2, memory_order_relaxed)) {
+        n = syscall(SYS_epoll_pwait2, epfd, evs, BATCH, tp, NULL, (size_t)0);
+        if (n < 0 && errno == ENOSYS) /* before Linux 5.11, or an emulator */
+            atomic_store_explicit(&have_pwait2, false, memory_order_relaxed);
+    }
+    if (!atomic_load_explicit(&have_pwait2, memory_order_relaxed)) {
+        /* milliseconds, rounded up so that a deadline is never missed early */
+        int ms = !tp ? -1 : (int)(((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + 999999u) / 1000000u);
+        n = syscall(SYS_epoll_pwait, epfd, evs, BATCH, ms, NULL, (size_t)8);
+    }
     errno = saved;
     if (n <= 0)
         return 0;

@@ -149,8 +149,9 @@ static int wait_uring(uint64_t deadline)
             continue;
         }
         struct ring_req *rq = (struct ring_req *)(uintptr_t)tag;
-        rq->res = cqe->res;
+        weft__san_acquire(rq); /* partner: file_rw_uring, through the ring */
         weft__spin_lock(&rq->lock); /* the submitter is parked once we hold it */
+        rq->res = cqe->res;
         rq->w.status = 0;
         weft__spin_unlock(&rq->lock);
         rq->w.next = list;
@@ -189,6 +190,7 @@ static ssize_t file_rw_uring(bool write, int fd, void *buf, size_t n, off_t off)
     else
         io_uring_prep_read(sqe, fd, buf, (unsigned)n, (uint64_t)off);
     io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)&rq);
+    weft__san_release(&rq);
     submit_locked();
     weft__spin_unlock(&sq_lock);
     atomic_fetch_add_explicit(&weft__io_nwaiting, 1, memory_order_relaxed);
