@@ -1,5 +1,6 @@
 # weft — convenience wrapper around CMake. The two commands that matter:
-#   make report   build weft and the peers, run the benchmarks, print the table
+#   make report   build weft and the peers, run the micro-benchmarks and the HTTP
+#                 benchmark (weft httpd vs thread-per-connection vs nginx), print the tables
 #   make test     build normal, ASan+UBSan and TSan trees; run every test in
 #                 each at 1 vcore and at all vcores, the stress tier 5 more times
 # Also: make build | make install [PREFIX=/usr/local] | make cross | make clean
@@ -12,7 +13,7 @@ STRESS_REPEAT ?= 5
 SAN_CC   ?= clang-19
 GEN      := -G Ninja
 
-.PHONY: install-check all build test test-normal test-asan test-tsan cross report install clean deps-core deps-test deps-bench
+.PHONY: install-check all build test test-normal test-asan test-tsan cross report install clean deps-core deps-test deps-bench fuzz
 
 all: build
 
@@ -53,11 +54,25 @@ install-check: test-normal
 cross: deps-test
 	scripts/cross-aarch64.sh
 
+# micro.py builds the tree (with the benchmarks) and runs the micro-benchmarks;
+# http.py then loads httpd, httpd-pthread and nginx with wrk. Both always run;
+# the target fails if either had a failed run (missing tools are not failures).
 report: deps-bench build
-	python3 bench/micro.py
+	@rc=0; python3 bench/micro.py || rc=$$?; python3 bench/http.py --build-dir build || rc=$$?; exit $$rc
 
 install: build
 	cmake --install build --prefix $(PREFIX)
+
+# libFuzzer on examples/httpd's request parser (clang-19, ASan+UBSan), for
+# FUZZ_TIME seconds (default 60). The corpus grows in build-fuzz/fuzz-corpus,
+# seeded from examples/httpd/fuzz_seeds; crash inputs land in build-fuzz/.
+fuzz: deps-test
+	cmake -S . -B build-fuzz $(GEN) -DCMAKE_C_COMPILER=clang-19 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build build-fuzz -j $(JOBS) --target httpd_fuzz_parse
+	mkdir -p build-fuzz/fuzz-corpus
+	build-fuzz/examples/httpd/fuzz_parse -max_total_time=$(or $(FUZZ_TIME),60) -timeout=10 \
+	  -max_len=20000 -dict=examples/httpd/fuzz_parse.dict -print_final_stats=1 -artifact_prefix=build-fuzz/ \
+	  build-fuzz/fuzz-corpus examples/httpd/fuzz_seeds
 
 clean:
 	rm -rf build build-test build-asan build-tsan build-aarch64

@@ -1,0 +1,513 @@
+/*
+ * httpd.c — a static-file HTTP/1.1 server in the thread-per-connection style.
+ *
+ * One thread accepts; each connection gets its own thread that reads
+ * requests, answers them in order and closes. Built against weft the
+ * threads are uthreads and every blocking call parks only the uthread; built
+ * with -DHTTPD_PTHREAD (httpd-pthread) they are kernel threads. The two
+ * builds differ only in httpd_io.h. README.md has the user's view.
+ *
+ * A connection's life:
+ *   1. answer every complete request in the input buffer (pipelining), the
+ *      responses collected in an output buffer; a file body is sent with
+ *      sendfile(2) right after its header (flushed with MSG_MORE so both
+ *      leave in the same segments);
+ *   2. flush the output buffer;
+ *   3. read more, with a deadline: IDLE_TIMEOUT_NS when no request has
+ *      started, HEAD_TIMEOUT_NS from the first byte of a request head;
+ *   4. on EOF, a timeout or an I/O error: close at once. After an error
+ *      status, or a response with "Connection: close": shut down the sending
+ *      side and drain the input for a moment (a lingering close) so that the
+ *      kernel does not answer unread input with a reset that could destroy
+ *      the response before the client reads it.
+ *
+ * Files are opened one path component at a time, relative to a descriptor of
+ * the root taken at start-up, each with O_NOFOLLOW: a symbolic link anywhere
+ * under the root is never followed (403), and ".." cannot occur because the
+ * parser has normalised the path (and refused one that climbs above "/").
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http_parse.h"
+#include "httpd_io.h"
+
+#define SEC 1000000000ull
+#define IDLE_TIMEOUT_NS (10 * SEC) /* keep-alive: no new request for this long */
+#define HEAD_TIMEOUT_NS (5 * SEC)  /* a started request head must be complete by then */
+#define SEND_TIMEOUT_NS (10 * SEC) /* a send that moves no byte for this long */
+#define LINGER_NS       (2 * SEC)  /* lingering close: drain the input at most this long */
+#define LINGER_BYTES    (256 * 1024)
+
+#define YIELD_EVERY 32 /* requests; a client that keeps the pipe full cannot hog a vcore */
+
+#define IN_BUF  (2 * HTTP_MAX_HEAD) /* a partial head (< HTTP_MAX_HEAD) always leaves room */
+#define OUT_BUF 4096
+
+#define SERVER_NAME "weft-httpd (" HTTPD_FLAVOUR ")"
+
+static int root_fd = -1; /* the document root, O_DIRECTORY; set once in main */
+
+struct conn {
+    int fd;
+    size_t in_start, in_end; /* unparsed input: in[in_start..in_end) */
+    size_t out_len;          /* pending output: out[0..out_len) */
+    struct http_request req;
+    char in[IN_BUF];
+    char out[OUT_BUF];
+};
+
+/* ---- output ---------------------------------------------------------------- */
+
+static int out_flush(struct conn *c, int flags)
+{
+    size_t off = 0;
+    while (off < c->out_len) {
+        ssize_t k = hio_send(c->fd, c->out + off, c->out_len - off, flags, SEND_TIMEOUT_NS);
+        if (k < 0)
+            return -1;
+        off += (size_t)k;
+    }
+    c->out_len = 0;
+    return 0;
+}
+
+static int out_put(struct conn *c, const char *p, size_t n)
+{
+    if (c->out_len + n > OUT_BUF && out_flush(c, MSG_MORE) < 0)
+        return -1;
+    memcpy(c->out + c->out_len, p, n); /* n <= OUT_BUF: heads and error bodies are small */
+    c->out_len += n;
+    return 0;
+}
+
+struct head {
+    int status;
+    const char *ctype;   /* NULL: no Content-Type */
+    long long length;    /* < 0: no Content-Length */
+    long long mtime;     /* < 0: no Last-Modified */
+    const char *extra;   /* NULL or more header lines, each ending in CRLF */
+};
+
+/* put_head() appends a response head. Connection: close when closing;
+ * HTTP/1.0 keep-alive is confirmed explicitly. */
+static int put_head(struct conn *c, const struct head *h, int version, bool close)
+{
+    char buf[768], date[30];
+    size_t n = 0, cap = sizeof buf;
+    http_format_date((int64_t)time(NULL), date);
+    n += (size_t)snprintf(buf + n, cap - n, "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: " SERVER_NAME "\r\n",
+                          h->status, http_reason(h->status), date);
+    if (h->ctype)
+        n += (size_t)snprintf(buf + n, cap - n, "Content-Type: %s\r\n", h->ctype);
+    if (h->length >= 0)
+        n += (size_t)snprintf(buf + n, cap - n, "Content-Length: %lld\r\n", h->length);
+    if (h->mtime >= 0) {
+        char lm[30];
+        http_format_date(h->mtime, lm);
+        n += (size_t)snprintf(buf + n, cap - n, "Last-Modified: %s\r\n", lm);
+    }
+    if (h->extra)
+        n += (size_t)snprintf(buf + n, cap - n, "%s", h->extra);
+    if (close)
+        n += (size_t)snprintf(buf + n, cap - n, "Connection: close\r\n");
+    else if (version == 10)
+        n += (size_t)snprintf(buf + n, cap - n, "Connection: keep-alive\r\n");
+    n += (size_t)snprintf(buf + n, cap - n, "\r\n");
+    return out_put(c, buf, n);
+}
+
+/* send_error() queues an error response with a one-line text body (none for
+ * HEAD). */
+static int send_error(struct conn *c, int status, const struct http_request *r, bool close)
+{
+    char body[64];
+    int bn = snprintf(body, sizeof body, "%d %s\n", status, http_reason(status));
+    struct head h = { .status = status, .ctype = "text/plain; charset=utf-8", .length = bn,
+                      .mtime = -1, .extra = status == 405 ? "Allow: GET, HEAD\r\n" : NULL };
+    if (put_head(c, &h, r->version, close) < 0)
+        return -1;
+    return r->method == HTTP_METHOD_HEAD ? 0 : out_put(c, body, (size_t)bn);
+}
+
+/* ---- files ---------------------------------------------------------------- */
+
+static const char *content_type(const char *path)
+{
+    static const struct { const char *ext, *type; } types[] = {
+        { "html", "text/html; charset=utf-8" },
+        { "htm", "text/html; charset=utf-8" },
+        { "css", "text/css; charset=utf-8" },
+        { "js", "text/javascript; charset=utf-8" },
+        { "json", "application/json" },
+        { "txt", "text/plain; charset=utf-8" },
+        { "png", "image/png" },
+        { "jpg", "image/jpeg" },
+        { "jpeg", "image/jpeg" },
+        { "gif", "image/gif" },
+        { "svg", "image/svg+xml" },
+        { "ico", "image/x-icon" },
+        { "wasm", "application/wasm" },
+    };
+    const char *base = strrchr(path, '/');
+    const char *dot = strrchr(base ? base : path, '.');
+    if (dot)
+        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+            if (strcasecmp(dot + 1, types[i].ext) == 0)
+                return types[i].type;
+    return "application/octet-stream";
+}
+
+/* open_in_root() opens the normalised path ("/" or "/a/b", no "." or ".."
+ * segments) under root_fd without following any symbolic link: every
+ * component is opened by itself with O_NOFOLLOW. Returns a descriptor (of a
+ * directory or anything else; O_NONBLOCK so a FIFO cannot hang us) or -1 with
+ * errno (ELOOP for a link). */
+static int open_in_root(const char *path)
+{
+    const int leaf = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+    const int inner = O_RDONLY | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC;
+    const char *p = path + 1;
+    if (*p == '\0')
+        return openat(root_fd, ".", leaf | O_DIRECTORY);
+    int dir = root_fd;
+    char name[NAME_MAX + 1];
+    for (;;) {
+        const char *slash = strchr(p, '/');
+        size_t n = slash ? (size_t)(slash - p) : strlen(p);
+        int fd = -1, e = ENAMETOOLONG;
+        if (n <= NAME_MAX) {
+            memcpy(name, p, n);
+            name[n] = '\0';
+            fd = openat(dir, name, slash ? inner : leaf);
+            e = errno;
+        }
+        if (dir != root_fd)
+            close(dir);
+        if (fd < 0 || !slash) {
+            errno = e;
+            return fd;
+        }
+        dir = fd;
+        p = slash + 1;
+    }
+}
+
+static int errno_status(int e)
+{
+    switch (e) {
+    case ENOENT: case ENOTDIR: case ENAMETOOLONG:
+        return 404;
+    case EACCES: case EPERM: case ELOOP:
+        return 403;
+    case EMFILE: case ENFILE: case ENOMEM:
+        return 503;
+    default:
+        return 500;
+    }
+}
+
+/* serve() answers one parsed GET or HEAD. *close may be set (5xx). Returns
+ * -1 when the connection must be dropped (I/O failed, or a file shrank under
+ * a Content-Length already promised). */
+static int serve(struct conn *c, const struct http_request *r, bool *close_after)
+{
+    int status = 0;
+    const char *ctype = NULL;
+    struct stat st;
+    int fd = open_in_root(r->path);
+    if (fd < 0) {
+        status = errno_status(errno);
+    } else if (fstat(fd, &st) < 0) {
+        status = 500;
+    } else if (S_ISDIR(st.st_mode)) {
+        int f = openat(fd, "index.html", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        int e = errno;
+        close(fd);
+        fd = f;
+        if (fd < 0)
+            status = errno_status(e); /* no index.html: 404 (no listings) */
+        else if (fstat(fd, &st) < 0)
+            status = 500;
+        ctype = content_type("index.html");
+    } else if (r->dir_hint) {
+        status = 404; /* "/file.txt/" */
+    }
+    if (status == 0 && !S_ISREG(st.st_mode))
+        status = 403; /* FIFOs, devices, sockets, a directory called index.html */
+    if (status != 0) {
+        if (fd >= 0)
+            close(fd);
+        if (status >= 500)
+            *close_after = true;
+        return send_error(c, status, r, *close_after);
+    }
+    if (!ctype)
+        ctype = content_type(r->path);
+
+    if (r->has_ims && r->ims >= (int64_t)st.st_mtim.tv_sec) {
+        close(fd);
+        struct head h = { .status = 304, .length = -1, .mtime = st.st_mtim.tv_sec };
+        return put_head(c, &h, r->version, *close_after);
+    }
+    struct head h = { .status = 200, .ctype = ctype, .length = (long long)st.st_size,
+                      .mtime = st.st_mtim.tv_sec };
+    int rc = put_head(c, &h, r->version, *close_after);
+    if (rc == 0 && r->method == HTTP_METHOD_GET && st.st_size > 0) {
+        rc = out_flush(c, MSG_MORE);
+        off_t off = 0;
+        while (rc == 0 && off < st.st_size) {
+            ssize_t k = hio_sendfile(c->fd, fd, &off, (size_t)(st.st_size - off), SEND_TIMEOUT_NS);
+            if (k <= 0)
+                rc = -1; /* k == 0: the file shrank; the length is already promised */
+        }
+    }
+    close(fd);
+    return rc;
+}
+
+/* ---- connections ----------------------------------------------------------- */
+
+static void *conn_main(void *arg)
+{
+    struct conn *c = arg;
+    uint64_t head_start = 0; /* when the pending request's first byte came; 0 = none */
+    unsigned served = 0;
+    hio_conn_setup(c->fd, SEND_TIMEOUT_NS);
+
+    for (;;) {
+        bool done = false;
+        while (!done && c->in_start < c->in_end) {
+            int r = http_parse_request(c->in + c->in_start, c->in_end - c->in_start, &c->req);
+            if (r == HTTP_NEED_MORE)
+                break;
+            if (r != HTTP_OK) {
+                if (send_error(c, r, &c->req, true) < 0)
+                    goto drop;
+                done = true;
+                break;
+            }
+            c->in_start += c->req.head_len;
+            head_start = 0;
+            bool close_after = !c->req.keep_alive;
+            if (serve(c, &c->req, &close_after) < 0)
+                goto drop;
+            done = close_after;
+            if (++served % YIELD_EVERY == 0)
+                hio_yield(); /* weft is cooperative: reads and sends that need
+                                not wait never leave the uthread */
+        }
+        if (out_flush(c, 0) < 0)
+            goto drop;
+        if (done)
+            goto linger;
+
+        if (c->in_start > 0) { /* keep the partial head at the front */
+            memmove(c->in, c->in + c->in_start, c->in_end - c->in_start);
+            c->in_end -= c->in_start;
+            c->in_start = 0;
+        }
+        uint64_t deadline;
+        if (c->in_end == 0) {
+            deadline = hio_now_ns() + IDLE_TIMEOUT_NS;
+        } else {
+            if (head_start == 0)
+                head_start = hio_now_ns();
+            deadline = head_start + HEAD_TIMEOUT_NS;
+        }
+        ssize_t k = hio_read(c->fd, c->in + c->in_end, IN_BUF - c->in_end, deadline);
+        if (k <= 0)
+            goto drop; /* EOF, ETIMEDOUT (idle or slow head), ECONNRESET, ... */
+        if (head_start == 0)
+            head_start = hio_now_ns();
+        c->in_end += (size_t)k;
+    }
+
+linger:
+    shutdown(c->fd, SHUT_WR);
+    {
+        uint64_t deadline = hio_now_ns() + LINGER_NS;
+        size_t drained = 0;
+        while (drained < LINGER_BYTES) {
+            ssize_t k = hio_read(c->fd, c->in, IN_BUF, deadline);
+            if (k <= 0)
+                break;
+            drained += (size_t)k;
+        }
+    }
+drop:
+    hio_close(c->fd);
+    free(c);
+    return NULL;
+}
+
+static void *acceptor(void *arg)
+{
+    int lfd = *(int *)arg;
+    for (;;) {
+        int fd = hio_accept(lfd);
+        if (fd < 0) {
+            int e = errno;
+            if (e == EBADF || e == EINVAL || e == ENOTSOCK || e == EOPNOTSUPP) {
+                fprintf(stderr, "httpd: accept: %s\n", strerror(e));
+                return NULL;
+            }
+            if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM)
+                hio_sleep_ns(10 * 1000000ull); /* out of descriptors: let connections end */
+            continue;                           /* ECONNABORTED, EPERM (firewall), ... */
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        struct conn *c = malloc(sizeof *c);
+        if (c) {
+            c->fd = fd;
+            c->in_start = c->in_end = c->out_len = 0;
+            if (hio_spawn(conn_main, c) == 0)
+                continue;
+            free(c);
+        }
+        hio_close(fd); /* no memory for another connection */
+        hio_sleep_ns(1000000ull);
+    }
+}
+
+/* ---- start-up ---------------------------------------------------------------- */
+
+static void usage(FILE *f, int code)
+{
+    fprintf(f, "usage: httpd [-p port] [-r root] [-v vcores]\n"
+               "  -p port    TCP port on 127.0.0.1 (default 8080; 0 = any free port)\n"
+               "  -r root    directory to serve (default: the www directory of the source)\n"
+               "  -v vcores  weft vcores, 0 = all (default: WEFT_VCORES or all;\n"
+               "             ignored by httpd-pthread)\n");
+    exit(code);
+}
+
+static bool parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The compiled-in www of the source tree; failing that (a copied binary),
+ * "www" next to the executable; failing that, ./www. */
+static const char *default_root(char *buf, size_t cap)
+{
+#ifdef HTTPD_DEFAULT_ROOT
+    if (is_dir(HTTPD_DEFAULT_ROOT))
+        return HTTPD_DEFAULT_ROOT;
+#endif
+    ssize_t n = readlink("/proc/self/exe", buf, cap - 8);
+    if (n > 0) {
+        buf[n] = '\0';
+        char *dir = dirname(buf);
+        memmove(buf, dir, strlen(dir) + 1);
+        strcat(buf, "/www");
+        if (is_dir(buf))
+            return buf;
+    }
+    return "www";
+}
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    _exit(0); /* nothing to flush: every response is written before it counts */
+}
+
+int main(int argc, char **argv)
+{
+    long port = 8080, vcores = 0;
+    const char *root = NULL;
+    char rootbuf[PATH_MAX];
+    int opt;
+    while ((opt = getopt(argc, argv, "p:r:v:h")) != -1) {
+        switch (opt) {
+        case 'p':
+            if (!parse_long(optarg, 0, 65535, &port))
+                usage(stderr, 2);
+            break;
+        case 'r':
+            root = optarg;
+            break;
+        case 'v':
+            if (!parse_long(optarg, 0, 65536, &vcores))
+                usage(stderr, 2);
+            break;
+        case 'h':
+            usage(stdout, 0);
+            break;
+        default:
+            usage(stderr, 2);
+        }
+    }
+    if (optind != argc)
+        usage(stderr, 2);
+    if (!root)
+        root = default_root(rootbuf, sizeof rootbuf);
+
+    signal(SIGPIPE, SIG_IGN);
+    struct sigaction sa = { .sa_handler = on_signal };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+
+    root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0) {
+        fprintf(stderr, "httpd: root %s: %s\n", root, strerror(errno));
+        return 1;
+    }
+
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                               .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t slen = sizeof sin;
+    if (lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+        bind(lfd, (struct sockaddr *)&sin, sizeof sin) < 0 || listen(lfd, 4096) < 0 ||
+        getsockname(lfd, (struct sockaddr *)&sin, &slen) < 0) {
+        fprintf(stderr, "httpd: 127.0.0.1:%ld: %s\n", port, strerror(errno));
+        return 1;
+    }
+
+    int rc = hio_start((int)vcores);
+    if (rc != 0) {
+        fprintf(stderr, "httpd: starting the runtime (-v %ld): %s\n", vcores, strerror(rc));
+        return rc == EINVAL ? 2 : 1;
+    }
+    fprintf(stderr, "httpd (%s): serving %s\n", HTTPD_FLAVOUR, root);
+    printf("listening on 127.0.0.1:%d\n", ntohs(sin.sin_port));
+    fflush(stdout);
+
+    rc = hio_run(acceptor, &lfd);
+    if (rc != 0)
+        fprintf(stderr, "httpd: acceptor: %s\n", strerror(rc));
+    return 1; /* the acceptor only returns on a fatal error */
+}
