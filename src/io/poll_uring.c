@@ -36,6 +36,7 @@
 
 static struct io_uring ring;
 static uint32_t sq_lock, cq_lock;
+static _Atomic bool wake_pending; /* a wake-up NOP was sent and no blocking wait has seen it */
 
 struct ring_req {
     struct weft__waiter w;
@@ -119,8 +120,12 @@ static int wait_uring(uint64_t deadline)
     } else {
         /* Blocking, we keep cq_lock: a quick poll by another vcore must not
          * reap the NOP that is meant to wake us (the kernel would then not
-         * end our wait: it counts what is in the ring, not what was posted). */
+         * end our wait: it counts what is in the ring, not what was posted).
+         * A NOP sent before we took the lock may have been reaped already:
+         * wake_pending tells, and then we do not block. */
         weft__spin_lock(&cq_lock);
+        if (atomic_exchange_explicit(&wake_pending, false, memory_order_seq_cst))
+            goto reap;
         struct io_uring_cqe *cqe;
         struct __kernel_timespec ts, *tp = NULL;
         if (deadline != UINT64_MAX) {
@@ -132,6 +137,7 @@ static int wait_uring(uint64_t deadline)
         }
         io_uring_wait_cqe_timeout(&ring, &cqe, tp); /* -ETIME, -EINTR: look anyway */
     }
+reap:;
     struct weft__waiter *list = NULL;
     struct io_uring_cqe *cqe;
     unsigned head, seen = 0;
@@ -168,6 +174,7 @@ static int wait_uring(uint64_t deadline)
 
 static void wakeup_uring(void)
 {
+    atomic_store_explicit(&wake_pending, true, memory_order_seq_cst);
     weft__spin_lock(&sq_lock);
     struct io_uring_sqe *sqe = get_sqe();
     io_uring_prep_nop(sqe);
