@@ -144,6 +144,33 @@ def benches(ncpu_note: str) -> list[Bench]:
                 Job("kernel_mutex", "peer", "kernel_mutex",
                     [("pthread", "threads=4,kind=normal"), ("pthread", "threads=4,kind=adaptive")]),
             ]),
+        Bench(
+            "netpingpong", "netpingpong: wake-up through the netpoller, 1-byte pipe ping-pong",
+            "ns per round trip (lower is better); one round trip is two one-byte messages, each "
+            "a wake-up of a reader parked on an empty pipe",
+            "weft: two uthreads in weft_read/weft_write on two pipes, run with WEFT_VCORES=1 "
+            "(both on vcore 0, CPU 0: cpus=0) and WEFT_VCORES=2 (A WEFT_PINNED to vcore 0, B to "
+            "vcore 1: cpus=0,1), under WEFT_POLLER=epoll and WEFT_POLLER=uring (impl named after "
+            "the poller weft reports in use). kernel-pipe: the same ping-pong between two kernel "
+            "threads in blocking read(2)/write(2), both pinned to CPU 0 (cpus=0), pinned to CPUs "
+            "0 and 1 (cpus=0,1), and unpinned (the kernel places them). weft at cpus=0 is compared "
+            "with the kernel at cpus=0, weft at cpus=0,1 with the kernel pinned apart and unpinned.",
+            [
+                Job("weft_netpingpong_epoll_1", "weft", "weft_netpingpong",
+                    [("weft-epoll", "cpus=0")], env={"WEFT_POLLER": "epoll", "WEFT_VCORES": "1"}),
+                Job("weft_netpingpong_epoll_2", "weft", "weft_netpingpong",
+                    [("weft-epoll", "cpus=0,1")], env={"WEFT_POLLER": "epoll", "WEFT_VCORES": "2"}),
+                Job("weft_netpingpong_uring_1", "weft", "weft_netpingpong",
+                    [("weft-io_uring", "cpus=0")], env={"WEFT_POLLER": "uring", "WEFT_VCORES": "1"}),
+                Job("weft_netpingpong_uring_2", "weft", "weft_netpingpong",
+                    [("weft-io_uring", "cpus=0,1")],
+                    env={"WEFT_POLLER": "uring", "WEFT_VCORES": "2"}),
+                Job("kernel_pipe_pingpong", "peer", "kernel_pingpong",
+                    [("kernel-pipe", "cpus=0"), ("kernel-pipe", "cpus=0,1"),
+                     ("kernel-pipe", "unpinned")],
+                    args=["--bench=netpingpong", "--layout=cpus=0", "--layout=cpus=0,1",
+                          "--layout=unpinned", "pipe"]),
+            ]),
     ]
 
 
@@ -157,6 +184,10 @@ def weft_rows_for(bench: str, peer_impl: str, peer_param: str,
         # weft spawning from main, a kernel thread too.
         same = [peer_param] + ([peer_param + ",from=main"] if peer_impl == "pthread" else [])
         return [r for r in weft_rows if r[1] in same]
+    if bench == "netpingpong":
+        # Same CPUs: one CPU against one vcore, two (pinned apart or unpinned) against two.
+        want = "cpus=0" if peer_param == "cpus=0" else "cpus=0,1"
+        return [r for r in weft_rows if r[1] == want]
     return list(weft_rows)    # pingpong, mutex: every weft variant against every peer
 
 
@@ -187,6 +218,18 @@ REPORTED = [
      ("spawn", "weft", "join=batch1000"), ("spawn", "go", "join=batch1000")),
     ("weft mutex with the default spin vs WEFT_MUTEX_SPIN=0",
      ("mutex", "weft", "threads=4,spin=default"), ("mutex", "weft", "threads=4,spin=0")),
+    ("weft pipe ping-pong through epoll, one vcore, vs kernel threads in read/write on one CPU",
+     ("netpingpong", "weft-epoll", "cpus=0"), ("netpingpong", "kernel-pipe", "cpus=0")),
+    ("weft pipe ping-pong through epoll, two vcores, vs kernel threads pinned to two CPUs",
+     ("netpingpong", "weft-epoll", "cpus=0,1"), ("netpingpong", "kernel-pipe", "cpus=0,1")),
+    ("weft pipe ping-pong through io_uring, one vcore, vs kernel threads on one CPU",
+     ("netpingpong", "weft-io_uring", "cpus=0"), ("netpingpong", "kernel-pipe", "cpus=0")),
+    ("weft pipe ping-pong through io_uring, two vcores, vs kernel threads pinned to two CPUs",
+     ("netpingpong", "weft-io_uring", "cpus=0,1"), ("netpingpong", "kernel-pipe", "cpus=0,1")),
+    ("weft pipe ping-pong, io_uring vs epoll, one vcore",
+     ("netpingpong", "weft-io_uring", "cpus=0"), ("netpingpong", "weft-epoll", "cpus=0")),
+    ("weft pipe ping-pong, io_uring vs epoll, two vcores",
+     ("netpingpong", "weft-io_uring", "cpus=0,1"), ("netpingpong", "weft-epoll", "cpus=0,1")),
 ]
 
 
@@ -590,7 +633,7 @@ def main() -> int:
     ap.add_argument("--warmup-rounds", type=int, default=1, help="discarded rounds (default 1)")
     ap.add_argument("--target-ms", type=int, default=400,
                     help="length of each timed run inside a program (default 400)")
-    ap.add_argument("--only", default="", help="comma-separated benchmarks: yield,spawn,pingpong,mutex")
+    ap.add_argument("--only", default="", help="comma-separated benchmarks: yield,spawn,pingpong,mutex,netpingpong")
     ap.add_argument("--build-dir", default=str(ROOT / "build"))
     ap.add_argument("--no-build", action="store_true", help="use the binaries already built")
     ap.add_argument("--no-save", action="store_true", help="do not write bench/results/")

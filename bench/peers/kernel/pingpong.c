@@ -15,7 +15,15 @@
  * park, so this row shows how much of weft's lead over the plain futex is
  * spinning rather than user-level switching.
  *
- * Usage: kernel_pingpong [futex|pipe|futex-spin]... (default: all)
+ * Options for other tables (bench/weft/netpingpong.c compares against the
+ * pipe variant): --bench=NAME labels the RESULT lines (default pingpong);
+ * --layout=L (repeatable) picks the layouts from cpus=0,1 (A on CPU 0, B on
+ * CPU 1), cpus=0 (both on CPU 0) and unpinned (neither thread pinned: the
+ * kernel places them within the process's affinity mask). Default: cpus=0,1
+ * and cpus=0.
+ *
+ * Usage: kernel_pingpong [--bench=NAME] [--layout=L]... [futex|pipe|futex-spin]...
+ *        (default: all three)
  */
 #include "bench.h"
 
@@ -63,9 +71,16 @@ static void futex_take(_Atomic uint32_t *mine)
     atomic_store(mine, 0);
 }
 
+/* pin_b() pins a B thread to cpu, or leaves it unpinned (cpu < 0). */
+static void pin_b(void *cpu)
+{
+    if ((intptr_t)cpu >= 0)
+        bench_pin_self((int)(intptr_t)cpu);
+}
+
 static void *futex_b(void *cpu)
 {
-    bench_pin_self((int)(intptr_t)cpu);
+    pin_b(cpu);
     for (;;) {
         futex_take(&fp.to_b);
         if (atomic_load(&fp.stop))
@@ -142,7 +157,7 @@ static void spin_take(_Atomic uint32_t *mine)
 
 static void *spin_b(void *cpu)
 {
-    bench_pin_self((int)(intptr_t)cpu);
+    pin_b(cpu);
     for (;;) {
         spin_take(&fp.to_b);
         if (atomic_load(&fp.stop))
@@ -189,7 +204,7 @@ static void *pipe_b(void *cpu)
 {
     unsigned char c;
     ssize_t r;
-    bench_pin_self((int)(intptr_t)cpu);
+    pin_b(cpu);
     while ((r = read(a_to_b[0], &c, 1)) == 1) {
         c = (unsigned char)~c;
         if (write(b_to_a[1], &c, 1) != 1)
@@ -233,43 +248,85 @@ static struct bench_sample measure_pipe(int cpu_b)
 
 /* ---- main ------------------------------------------------------------------- */
 
+static const struct layout {
+    int cpu_a;           /* -1: unpinned */
+    int cpu_b;
+    const char *param;
+} layouts[] = {
+    { 0, 1, "cpus=0,1" },
+    { 0, 0, "cpus=0" },
+    { -1, -1, "unpinned" },
+};
+#define NLAYOUTS (sizeof layouts / sizeof layouts[0])
+
+static void usage(const char *argv0)
+{
+    fprintf(stderr, "usage: %s [--bench=NAME] [--layout=cpus=0,1|cpus=0|unpinned]... "
+            "[futex|pipe|futex-spin]...\n", argv0);
+    exit(2);
+}
+
 int main(int argc, char **argv)
 {
-    int want_futex = argc < 2, want_pipe = argc < 2, want_spin = argc < 2;
+    int want_futex = 0, want_pipe = 0, want_spin = 0, any = 0;
+    int want_layout[NLAYOUTS] = { 0 };
+    int layouts_given = 0;
+    const char *bench = "pingpong";
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "futex") == 0)
-            want_futex = 1;
-        else if (strcmp(argv[i], "pipe") == 0)
-            want_pipe = 1;
-        else if (strcmp(argv[i], "futex-spin") == 0)
-            want_spin = 1;
-        else {
-            fprintf(stderr, "usage: %s [futex|pipe|futex-spin]...\n", argv[0]);
-            return 2;
+        if (strncmp(argv[i], "--bench=", 8) == 0 && argv[i][8]) {
+            bench = argv[i] + 8;
+        } else if (strncmp(argv[i], "--layout=", 9) == 0) {
+            size_t k = 0;
+            while (k < NLAYOUTS && strcmp(argv[i] + 9, layouts[k].param) != 0)
+                k++;
+            if (k == NLAYOUTS) {
+                fprintf(stderr, "unknown layout '%s'\n", argv[i] + 9);
+                usage(argv[0]);
+            }
+            want_layout[k] = layouts_given = 1;
+        } else if (strcmp(argv[i], "futex") == 0) {
+            want_futex = any = 1;
+        } else if (strcmp(argv[i], "pipe") == 0) {
+            want_pipe = any = 1;
+        } else if (strcmp(argv[i], "futex-spin") == 0) {
+            want_spin = any = 1;
+        } else {
+            usage(argv[0]);
         }
     }
+    if (!any)
+        want_futex = want_pipe = want_spin = 1;
+    if (!layouts_given)
+        want_layout[0] = want_layout[1] = 1;   /* cpus=0,1 and cpus=0 */
     bench_need_cpus(2);
-    bench_pin_self(0);   /* main is A */
 
-    static const struct { int cpu_b; const char *param; } layouts[] = {
-        { 1, "cpus=0,1" },
-        { 0, "cpus=0" },
-    };
-    for (size_t k = 0; k < 2; k++) {
+    cpu_set_t all;
+    if (sched_getaffinity(0, sizeof all, &all) != 0)
+        bench_fail("sched_getaffinity: %s", strerror(errno));
+
+    for (size_t k = 0; k < NLAYOUTS; k++) {
+        if (!want_layout[k])
+            continue;
+        /* main is A */
+        if (layouts[k].cpu_a >= 0)
+            bench_pin_self(layouts[k].cpu_a);
+        else
+            bench_check_rc(pthread_setaffinity_np(pthread_self(), sizeof all, &all));
         struct bench_sample s;
         if (want_futex) {
             s = measure_futex(layouts[k].cpu_b);
-            bench_result("pingpong", "kernel-futex", layouts[k].param,
+            bench_result(bench, "kernel-futex", layouts[k].param,
                          (double)s.ns / (double)s.iters, "ns/roundtrip");
         }
         if (want_pipe) {
             s = measure_pipe(layouts[k].cpu_b);
-            bench_result("pingpong", "kernel-pipe", layouts[k].param,
+            bench_result(bench, "kernel-pipe", layouts[k].param,
                          (double)s.ns / (double)s.iters, "ns/roundtrip");
         }
-        if (want_spin && layouts[k].cpu_b != 0) {   /* spinning on a shared CPU only delays the other side */
+        /* spinning only makes sense on two CPUs of our own: on a shared CPU it delays the other side */
+        if (want_spin && layouts[k].cpu_a >= 0 && layouts[k].cpu_b != layouts[k].cpu_a) {
             s = measure_spin(layouts[k].cpu_b);
-            bench_result("pingpong", "kernel-futex-spin", layouts[k].param,
+            bench_result(bench, "kernel-futex-spin", layouts[k].param,
                          (double)s.ns / (double)s.iters, "ns/roundtrip");
         }
     }
