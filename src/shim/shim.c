@@ -24,6 +24,14 @@
  * getaddrinfo and other resolver calls, wait/waitpid, flock/fcntl locks,
  * pthread_mutex/cond (use weft's), clock_nanosleep, sigwait, pipe2-less
  * blocking opens of FIFOs, and any system call made with syscall(2).
+ *
+ * errno: a call that parks may resume on another vcore, whose kernel thread
+ * has its own errno. The shim sets errno on the thread it returns on, so
+ * `if (read(...) < 0 && errno == EAGAIN)` is right; but code that takes
+ * errno's address before the call and reads it after (the compiler may do
+ * this for `errno = 0; read(...); if (errno)`, as glibc declares
+ * __errno_location const) can read the old vcore's value. Run such code with
+ * WEFT_VCORES=1 or in WEFT_PINNED uthreads.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
