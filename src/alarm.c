@@ -14,11 +14,16 @@
  *    wakes that sleeper if it sleeps for longer (weft__vcore_wake_for_timer).
  * Alarms started outside a vcore go to the heaps round robin.
  *
- * An alarm is IDLE, ARMED (on a heap) or FIRING (its callback runs). Starting
- * is allowed from IDLE and from FIRING (a callback re-arming its own alarm);
- * the runner ends a firing with CAS FIRING -> IDLE, which fails harmlessly if
- * the callback re-armed it. Stop removes an ARMED alarm under its heap's lock
- * or, if it is FIRING on another vcore, waits for the callback to return.
+ * An alarm is IDLE, ARMING (being put on a heap), ARMED (on a heap), FIRING
+ * (its callback runs) or REARM (its callback runs and it was started again
+ * meanwhile). Only the vcore
+ * running the callback leaves FIRING/REARM: CAS FIRING -> IDLE, or, from
+ * REARM, back onto a heap. So one alarm's callbacks never overlap, and a
+ * start during a callback (a periodic alarm) takes effect when it returns.
+ * Stop removes an ARMED alarm under its heap's lock; turns REARM into FIRING
+ * (that arming will not fire: true); and, unless called from the callback
+ * itself, waits for a running callback to return, so the caller may free
+ * the alarm afterwards.
  *
  * Lock order: a wait queue's lock may be held while starting an alarm (queue
  * -> heap); callbacks run with the heap lock released, so they may take
@@ -31,7 +36,7 @@
 
 #include "internal.h"
 
-enum { A_IDLE = 0, A_ARMED, A_FIRING };
+enum { A_IDLE = 0, A_ARMED, A_FIRING, A_REARM, A_ARMING };
 
 #define STATE(a) ((_Atomic int *)&(a)->state)
 
@@ -97,9 +102,17 @@ static struct weft__heap *heap_for_start(void)
     return &weft__rt.vcores[i % (unsigned)weft__rt.nvcores].heap;
 }
 
-/* weft__alarm_arm() puts a (deadline and cb set, not ARMED) on a heap. */
-void weft__alarm_arm(struct weft_alarm *a)
+#define HEAP(a) ((struct weft__heap *_Atomic *)&(a)->heap)
+
+/* arm() puts a (deadline and cb set) on a heap if its state is still from;
+ * false (nothing done) otherwise. It claims a first (from -> ARMING), then
+ * sets a->heap and ARMED (release) under the heap lock, so whoever sees
+ * ARMED finds a on a->heap; stop waits out the short ARMING. */
+static bool arm(struct weft_alarm *a, int from)
 {
+    if (!atomic_compare_exchange_strong_explicit(STATE(a), &from, A_ARMING, memory_order_acq_rel,
+                                                 memory_order_relaxed))
+        return false;
     struct weft__heap *h = heap_for_start();
     weft__spin_lock(&h->lock);
     if (h->n == h->cap) {
@@ -110,8 +123,8 @@ void weft__alarm_arm(struct weft_alarm *a)
         h->v = v;
         h->cap = cap;
     }
-    a->heap = h;
-    atomic_store_explicit(STATE(a), A_ARMED, memory_order_relaxed);
+    atomic_store_explicit(HEAP(a), h, memory_order_relaxed);
+    atomic_store_explicit(STATE(a), A_ARMED, memory_order_release);
     put(h, h->n++, a);
     sift_up(h, h->n - 1);
     bool earliest = h->v[0] == a;
@@ -120,33 +133,51 @@ void weft__alarm_arm(struct weft_alarm *a)
     weft__spin_unlock(&h->lock);
     if (earliest)
         weft__vcore_wake_for_timer(d);
+    return true;
+}
+
+void weft__alarm_arm(struct weft_alarm *a)
+{
+    if (!arm(a, A_IDLE))
+        weft__panic("an internal alarm was armed twice");
 }
 
 /* weft__alarm_disarm() is weft_alarm_stop() (see time.h). */
 bool weft__alarm_disarm(struct weft_alarm *a)
 {
+    bool stopped = false;
     for (;;) {
         int s = atomic_load_explicit(STATE(a), memory_order_acquire);
         if (s == A_IDLE)
-            return false;
+            return stopped;
+        if (s == A_REARM) { /* cancel the start made during the callback */
+            if (atomic_compare_exchange_strong(STATE(a), &s, A_FIRING))
+                stopped = true;
+            continue;
+        }
         if (s == A_FIRING) {
             struct weft__vcore *vc = weft__vc();
             if (vc && vc->firing == a)
-                return false; /* called from a's own callback */
+                return stopped; /* called from a's own callback */
             weft__cpu_relax(); /* its callback runs on another vcore: short, by contract */
             continue;
         }
-        struct weft__heap *h = atomic_load_explicit((void *_Atomic *)&a->heap, memory_order_relaxed);
+        if (s == A_ARMING) {
+            weft__cpu_relax(); /* a start is putting it on a heap: a few instructions */
+            continue;
+        }
+        struct weft__heap *h = atomic_load_explicit(HEAP(a), memory_order_relaxed);
         weft__spin_lock(&h->lock);
-        bool ours = a->heap == h && atomic_load_explicit(STATE(a), memory_order_relaxed) == A_ARMED;
+        bool ours = atomic_load_explicit(HEAP(a), memory_order_relaxed) == h &&
+                    atomic_load_explicit(STATE(a), memory_order_relaxed) == A_ARMED;
         if (ours) {
             remove_at(h, a->idx);
-            atomic_store_explicit(STATE(a), A_IDLE, memory_order_relaxed);
+            atomic_store_explicit(STATE(a), A_IDLE, memory_order_release);
             publish_min(h);
         }
         weft__spin_unlock(&h->lock);
         if (ours)
-            return true;
+            return true; /* ARMED means no callback of a is running */
         /* it fired, or moved heaps, meanwhile: look again */
     }
 }
@@ -169,9 +200,15 @@ static bool run_heap(struct weft__vcore *vc, struct weft__heap *h, uint64_t now)
         vc->firing = a;
         a->cb(a);
         vc->firing = NULL;
-        int firing = A_FIRING; /* fails if the callback re-armed a */
-        atomic_compare_exchange_strong_explicit(STATE(a), &firing, A_IDLE, memory_order_release,
-                                                memory_order_relaxed);
+        for (;;) { /* leave FIRING: only we may, so a is alive until we do */
+            int firing = A_FIRING;
+            if (atomic_compare_exchange_strong_explicit(STATE(a), &firing, A_IDLE,
+                                                        memory_order_release, memory_order_relaxed))
+                break;
+            if (arm(a, A_REARM)) /* started during the callback */
+                break;
+            /* a stop turned REARM back into FIRING meanwhile: try again */
+        }
         ran = true;
     }
 }
@@ -206,10 +243,8 @@ bool weft__timers_run_all(struct weft__vcore *vc, uint64_t now)
 void weft__heap_fini(struct weft__heap *h)
 {
     /* Alarms still armed at shutdown are dropped without running. */
-    for (int i = 0; i < h->n; i++) {
-        h->v[i]->heap = NULL;
+    for (int i = 0; i < h->n; i++)
         atomic_store_explicit(STATE(h->v[i]), A_IDLE, memory_order_relaxed);
-    }
     free(h->v);
     h->v = NULL;
     h->n = h->cap = 0;
@@ -232,7 +267,8 @@ int weft_alarm_set_abs(struct weft_alarm *a, uint64_t deadline)
 {
     if (deadline >> 63)
         return EINVAL; /* WEFT_FOREVER too: an alarm that never fires is no alarm */
-    if (atomic_load_explicit(STATE(a), memory_order_relaxed) == A_ARMED)
+    int s = atomic_load_explicit(STATE(a), memory_order_relaxed);
+    if (s == A_ARMED || s == A_REARM || s == A_ARMING)
         return EBUSY;
     a->deadline = deadline;
     return 0;
@@ -246,17 +282,32 @@ int weft_alarm_set_rel(struct weft_alarm *a, uint64_t ns)
     return weft_alarm_set_abs(a, d >> 63 ? (UINT64_MAX >> 1) : d);
 }
 
+/* start() arms a from IDLE, or marks it REARM while its callback runs;
+ * 0 or EBUSY if it is armed already. */
+static int start(struct weft_alarm *a)
+{
+    for (;;) {
+        int s = atomic_load_explicit(STATE(a), memory_order_acquire);
+        if (s == A_ARMED || s == A_REARM || s == A_ARMING)
+            return EBUSY;
+        if (s == A_FIRING) {
+            if (atomic_compare_exchange_strong(STATE(a), &s, A_REARM))
+                return 0; /* its runner arms it when the callback returns */
+            continue;
+        }
+        if (arm(a, A_IDLE))
+            return 0;
+    }
+}
+
 int weft_alarm_start(struct weft_alarm *a)
 {
     if (!a->cb || a->deadline == WEFT_FOREVER)
         return EINVAL;
-    if (atomic_load_explicit(STATE(a), memory_order_acquire) == A_ARMED)
-        return EBUSY;
     int r = weft__ensure_running();
     if (r)
         return r;
-    weft__alarm_arm(a);
-    return 0;
+    return start(a);
 }
 
 bool weft_alarm_stop(struct weft_alarm *a)
@@ -270,7 +321,7 @@ bool weft_alarm_reset_abs(struct weft_alarm *a, uint64_t deadline)
         return false;
     bool stopped = weft__alarm_disarm(a);
     a->deadline = deadline;
-    weft__alarm_arm(a);
+    start(a); /* IDLE, or FIRING when called from its own callback */
     return stopped;
 }
 

@@ -254,14 +254,18 @@ int weft__fd_wait(struct weft__fd *f, uint32_t gen, int dirs, uint32_t seq_rd, u
         return 0; /* readiness came between the try and now */
     }
     struct weft__waitq *q;
-    if (dirs == 1 || dirs == 2) {
+    if (dirs & WEFT__WAIT_POLL) {
+        /* poll_fd waiters never take a direction's single wake-up (they do
+         * not pass it on): every event wakes them all. */
+        if (dirs & 1)
+            p->arm(f, WEFT__RD);
+        if (dirs & 2)
+            p->arm(f, WEFT__WR);
+        q = &f->any;
+    } else {
         int d = dirs == 1 ? WEFT__RD : WEFT__WR;
         p->arm(f, d);
         q = &f->d[d].q;
-    } else {
-        p->arm(f, WEFT__RD);
-        p->arm(f, WEFT__WR);
-        q = &f->any;
     }
     weft__waitq_push(q, &w);
     atomic_fetch_add_explicit(&weft__io_nwaiting, 1, memory_order_relaxed);
@@ -284,8 +288,10 @@ void weft__fd_pass(struct weft__fd *f, int dir)
 void weft__fd_drop(int fd)
 {
     struct weft__fd *f = weft__fd_lookup(fd);
-    if (!f || atomic_load_explicit(&f->kind, memory_order_acquire) == WEFT__FD_UNKNOWN)
+    if (!f)
         return;
+    /* Even an UNKNOWN entry: a first use may be classifying it right now
+     * (under the lock); the generation bump makes that use fail. */
     struct weft__waiter *list = NULL;
     weft__spin_lock(&f->lock);
     if (atomic_load_explicit(&f->kind, memory_order_relaxed) == WEFT__FD_POLLED)

@@ -170,7 +170,10 @@ static ssize_t io_once(int fd, const struct req *r)
         if (kind == WEFT__FD_FILE && p->file_rw && weft_self() &&
             (r->op == OP_READ || r->op == OP_WRITE || r->op == OP_PREAD || r->op == OP_PWRITE)) {
             bool pos = r->op == OP_PREAD || r->op == OP_PWRITE;
-            return p->file_rw(is_write(r->op), fd, r->buf, r->n, pos ? r->off : (off_t)-1);
+            ssize_t n;
+            while ((n = p->file_rw(is_write(r->op), fd, r->buf, r->n, pos ? r->off : (off_t)-1)) == -EINTR)
+                ;
+            return n;
         }
         ssize_t n;
         while ((n = sys_op(fd, r)) == -EINTR)
@@ -185,8 +188,9 @@ static ssize_t io_once(int fd, const struct req *r)
         if (n == -EINTR)
             continue;
         if (n != -EAGAIN) {
-            if (n >= 0)
-                weft__fd_pass(f, dir);
+            /* Success or a real error (accept's EMFILE, ...): either way we
+             * are done with this readiness, and others may use it. */
+            weft__fd_pass(f, dir);
             return n;
         }
         e = wait_dir(f, gen, dir, seq, deadline);
@@ -195,10 +199,11 @@ static ssize_t io_once(int fd, const struct req *r)
     }
 }
 
-/* write_all() repeats io_once until r->n bytes are written (the promise of
- * a blocking write); after a partial write an error or EAGAIN returns the
- * count so far. */
-static ssize_t write_all(int fd, struct req *r)
+/* xfer_all() repeats io_once until r->n bytes are moved: the promise of a
+ * blocking write, and of a read with MSG_WAITALL. After a partial transfer
+ * an error, EAGAIN or the deadline returns the count so far; so does the end
+ * of the input (a read or sendfile returning 0). */
+static ssize_t xfer_all(int fd, struct req *r)
 {
     size_t total = 0, want = r->n;
     char *base = r->buf;
@@ -208,32 +213,34 @@ static ssize_t write_all(int fd, struct req *r)
         ssize_t n = io_once(fd, r);
         if (n < 0)
             return total ? (ssize_t)total : n;
-        if (n == 0 && r->op == OP_SENDFILE)
-            break; /* end of the input file */
+        if (n == 0)
+            break; /* end of the input (a write of more than 0 bytes never gives 0) */
         total += (size_t)n;
     } while (total < want);
     return (ssize_t)total;
 }
 
-/* iov_write_all() is write_all for writev/sendmsg: it advances a copy of
- * the vector (the caller's is const), and sends ancillary data once. */
-static ssize_t iov_write_all(int fd, struct req *r, const struct iovec *iov, int iovcnt)
+/* iov_xfer_all() is xfer_all for writev/sendmsg/recvmsg: it advances a
+ * copy of the vector (the caller's is const), and passes ancillary data
+ * once. */
+static ssize_t iov_xfer_all(int fd, struct req *r, const struct iovec *iov, int iovcnt)
 {
     size_t want = 0;
     for (int i = 0; i < iovcnt; i++)
         want += iov[i].iov_len;
     ssize_t n = io_once(fd, r);
-    if (n < 0 || (size_t)n >= want)
+    if (n <= 0 || (size_t)n >= want)
         return n;
     if (iovcnt < 0 || iovcnt > 1024)
         return n;
     struct iovec local[iovcnt > 0 ? iovcnt : 1];
     memcpy(local, iov, sizeof local[0] * (size_t)iovcnt);
     size_t total = (size_t)n;
-    struct msghdr m;
-    if (r->op == OP_SENDMSG) {
+    struct msghdr m = { 0 };
+    struct msghdr *user_msg = r->msg;
+    if (r->op == OP_SENDMSG || r->op == OP_RECVMSG) {
         m = *r->msg;
-        m.msg_control = NULL; /* sent with the first part */
+        m.msg_control = NULL; /* passed with the first part */
         m.msg_controllen = 0;
         r->msg = &m;
     }
@@ -244,7 +251,7 @@ static ssize_t iov_write_all(int fd, struct req *r, const struct iovec *iov, int
             skip -= iov[first].iov_len;
         local[first].iov_base = (char *)iov[first].iov_base + skip;
         local[first].iov_len = iov[first].iov_len - skip;
-        if (r->op == OP_SENDMSG) {
+        if (r->op == OP_SENDMSG || r->op == OP_RECVMSG) {
             m.msg_iov = &local[first];
             m.msg_iovlen = (size_t)(iovcnt - first);
         } else {
@@ -252,10 +259,12 @@ static ssize_t iov_write_all(int fd, struct req *r, const struct iovec *iov, int
             r->iovcnt = iovcnt - first;
         }
         n = io_once(fd, r);
-        if (n < 0)
-            break;
+        if (n <= 0)
+            break; /* an error, or the end of the input */
         total += (size_t)n;
     }
+    if (r->op == OP_RECVMSG) /* the flags of the last part belong to the caller too */
+        user_msg->msg_flags |= m.msg_flags;
     return (ssize_t)total;
 }
 
@@ -270,7 +279,7 @@ ssize_t weft_read(int fd, void *buf, size_t n)
 ssize_t weft_write(int fd, const void *buf, size_t n)
 {
     struct req r = { .op = OP_WRITE, .buf = (void *)buf, .n = n };
-    return ret(write_all(fd, &r));
+    return ret(xfer_all(fd, &r));
 }
 
 ssize_t weft_readv(int fd, const struct iovec *iov, int iovcnt)
@@ -282,19 +291,25 @@ ssize_t weft_readv(int fd, const struct iovec *iov, int iovcnt)
 ssize_t weft_writev(int fd, const struct iovec *iov, int iovcnt)
 {
     struct req r = { .op = OP_WRITEV, .iov = iov, .iovcnt = iovcnt };
-    return ret(iov_write_all(fd, &r, iov, iovcnt));
+    return ret(iov_xfer_all(fd, &r, iov, iovcnt));
+}
+
+/* waitall(): MSG_WAITALL on a call that may block: collect all n bytes. */
+static bool waitall(int flags)
+{
+    return (flags & (MSG_WAITALL | MSG_DONTWAIT)) == MSG_WAITALL;
 }
 
 ssize_t weft_recv(int fd, void *buf, size_t n, int flags)
 {
     struct req r = { .op = OP_RECV, .buf = buf, .n = n, .flags = flags };
-    return ret(io_once(fd, &r));
+    return ret(waitall(flags) ? xfer_all(fd, &r) : io_once(fd, &r));
 }
 
 ssize_t weft_send(int fd, const void *buf, size_t n, int flags)
 {
     struct req r = { .op = OP_SEND, .buf = (void *)buf, .n = n, .flags = flags };
-    return ret(write_all(fd, &r));
+    return ret(xfer_all(fd, &r));
 }
 
 ssize_t weft_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from,
@@ -302,7 +317,7 @@ ssize_t weft_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *f
 {
     struct req r = { .op = OP_RECVFROM, .buf = buf, .n = n, .flags = flags, .addr = from,
                      .addrlen = fromlen };
-    return ret(io_once(fd, &r));
+    return ret(waitall(flags) ? xfer_all(fd, &r) : io_once(fd, &r));
 }
 
 ssize_t weft_sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to,
@@ -310,12 +325,14 @@ ssize_t weft_sendto(int fd, const void *buf, size_t n, int flags, const struct s
 {
     struct req r = { .op = OP_SENDTO, .buf = (void *)buf, .n = n, .flags = flags,
                      .addr = (struct sockaddr *)to, .tolen = tolen };
-    return ret(write_all(fd, &r));
+    return ret(xfer_all(fd, &r));
 }
 
 ssize_t weft_recvmsg(int fd, struct msghdr *msg, int flags)
 {
     struct req r = { .op = OP_RECVMSG, .msg = msg, .flags = flags };
+    if (waitall(flags) && msg)
+        return ret(iov_xfer_all(fd, &r, msg->msg_iov, (int)msg->msg_iovlen));
     return ret(io_once(fd, &r));
 }
 
@@ -324,15 +341,15 @@ ssize_t weft_sendmsg(int fd, const struct msghdr *msg, int flags)
     struct req r = { .op = OP_SENDMSG, .msg = (struct msghdr *)msg, .flags = flags };
     if (!msg)
         return ret(-EFAULT);
-    return ret(iov_write_all(fd, &r, msg->msg_iov, (int)msg->msg_iovlen));
+    return ret(iov_xfer_all(fd, &r, msg->msg_iov, (int)msg->msg_iovlen));
 }
 
 ssize_t weft_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 {
     struct req r = { .op = OP_SENDFILE, .in_fd = in_fd, .offp = offset, .n = count };
-    /* write_all advances buf, which sendfile ignores; the kernel advances
+    /* xfer_all advances buf, which sendfile ignores; the kernel advances
      * *offset (or the file position) itself. */
-    return ret(write_all(out_fd, &r));
+    return ret(xfer_all(out_fd, &r));
 }
 
 int weft_accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)
@@ -377,6 +394,16 @@ int weft_connect(int fd, const struct sockaddr *addr, socklen_t addrlen)
     uint64_t deadline = weft_io_deadline();
     uint32_t seq = atomic_load_explicit(&f->d[WEFT__WR].seq, memory_order_acquire);
     int r = sys_connect(fd, addr, addrlen);
+    /* A Unix socket whose listener's backlog is full says EAGAIN where a
+     * blocking connect would wait, and nothing signals room: retry, with a
+     * growing nap, until the deadline. */
+    for (uint64_t nap = 50000; r == -EAGAIN; nap = nap < 10000000 ? nap * 2 : nap) {
+        if (deadline != WEFT_FOREVER && weft_now_ns() + nap > deadline)
+            return (int)ret(-ETIMEDOUT);
+        weft_sleep_ns(nap);
+        seq = atomic_load_explicit(&f->d[WEFT__WR].seq, memory_order_acquire);
+        r = sys_connect(fd, addr, addrlen);
+    }
     if (r != -EINPROGRESS && r != -EINTR)
         return (int)ret(r);
     for (;;) {
@@ -398,6 +425,17 @@ int weft_poll_fd(int fd, short events, int64_t timeout_ns)
     bool io_bound = io_deadline < deadline;
     if (io_bound)
         deadline = io_deadline;
+    if (fd < 0) { /* poll(2) ignores such an entry: only the timeout remains */
+        if (deadline != WEFT_FOREVER && deadline <= now)
+            return 0;
+        if (weft_self())
+            weft_sleep_until_ns(deadline == WEFT_FOREVER ? UINT64_MAX >> 1 : deadline);
+        else
+            ppoll(NULL, 0, deadline == WEFT_FOREVER ? NULL
+                : &(struct timespec){ (time_t)((deadline - now) / 1000000000u),
+                                      (long)((deadline - now) % 1000000000u) }, NULL);
+        return io_bound && timeout_ns != 0 ? (int)ret(-ETIMEDOUT) : 0;
+    }
     struct weft__fd *f;
     uint32_t gen;
     int e = weft__fd_get(fd, &f, &gen);
@@ -438,7 +476,7 @@ int weft_poll_fd(int fd, short events, int64_t timeout_ns)
             return 0;
         if (deadline != WEFT_FOREVER && weft_now_ns() >= deadline)
             return io_bound ? (int)ret(-ETIMEDOUT) : 0;
-        e = weft__fd_wait(f, gen, dirs == 3 ? 3 : dirs, s_rd, s_wr, deadline);
+        e = weft__fd_wait(f, gen, dirs | WEFT__WAIT_POLL, s_rd, s_wr, deadline);
         if (e == ETIMEDOUT)
             return io_bound ? (int)ret(-ETIMEDOUT) : 0;
         if (e)

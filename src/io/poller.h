@@ -104,8 +104,11 @@ void weft__fd_event(int fd, uint32_t gen, unsigned events, struct weft__waiter *
 
 /* weft__fd_wait() parks the calling uthread until an edge after seq_rd on
  * the read side (dirs bit 0) and/or seq_wr on the write side (bit 1) of f,
- * generation gen, or deadline. dirs 1 or 2 queue on that direction, 3 on
- * the poll_fd queue. Returns 0 (try again), ETIMEDOUT or EBADF (closed). */
+ * generation gen, or deadline. dirs 1 or 2 queue on that direction (one
+ * wake-up per edge, passed on with weft__fd_pass); with WEFT__WAIT_POLL on
+ * the poll_fd queue, which every event wakes. Returns 0 (try again),
+ * ETIMEDOUT or EBADF (closed). */
+#define WEFT__WAIT_POLL 0x4
 int weft__fd_wait(struct weft__fd *f, uint32_t gen, int dirs, uint32_t seq_rd, uint32_t seq_wr,
                   uint64_t deadline);
 

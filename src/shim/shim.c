@@ -251,7 +251,11 @@ int SHIM(nanosleep)(const struct timespec *req, struct timespec *rem)
             errno = EINVAL;
             return -1;
         }
-        weft_sleep_ns((uint64_t)req->tv_sec * 1000000000u + (uint64_t)req->tv_nsec);
+        /* Beyond 292 years weft_sleep_ns says EINVAL: clamp (sleeps "forever"). */
+        uint64_t max_s = (UINT64_MAX >> 1) / 1000000000u - 1;
+        uint64_t ns = (uint64_t)req->tv_sec >= max_s ? UINT64_MAX >> 1
+                      : (uint64_t)req->tv_sec * 1000000000u + (uint64_t)req->tv_nsec;
+        weft_sleep_ns(ns);
         if (rem)
             rem->tv_sec = rem->tv_nsec = 0; /* weft sleeps are never interrupted */
         return 0;
