@@ -398,9 +398,10 @@ int weft_connect(int fd, const struct sockaddr *addr, socklen_t addrlen)
      * blocking connect would wait, and nothing signals room: retry, with a
      * growing nap, until the deadline. */
     for (uint64_t nap = 50000; r == -EAGAIN; nap = nap < 10000000 ? nap * 2 : nap) {
-        if (deadline != WEFT_FOREVER && weft_now_ns() + nap > deadline)
+        uint64_t now = weft_now_ns();
+        if (deadline != WEFT_FOREVER && now >= deadline)
             return (int)ret(-ETIMEDOUT);
-        weft_sleep_ns(nap);
+        weft_sleep_ns(deadline != WEFT_FOREVER && deadline - now < nap ? deadline - now : nap);
         seq = atomic_load_explicit(&f->d[WEFT__WR].seq, memory_order_acquire);
         r = sys_connect(fd, addr, addrlen);
     }
