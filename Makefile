@@ -55,10 +55,10 @@ cross: deps-test
 	scripts/cross-aarch64.sh
 
 # micro.py builds the tree (with the benchmarks) and runs the micro-benchmarks;
-# http.py then loads httpd, httpd-pthread and nginx with wrk. Both always run;
+# http_bench.py then loads httpd, httpd-pthread and nginx with wrk. Both always run;
 # the target fails if either had a failed run (missing tools are not failures).
 report: deps-bench build
-	@rc=0; python3 bench/micro.py || rc=$$?; python3 bench/http.py --build-dir build || rc=$$?; exit $$rc
+	@rc=0; python3 bench/micro.py || rc=$$?; python3 bench/http_bench.py --build-dir build || rc=$$?; exit $$rc
 
 install: build
 	cmake --install build --prefix $(PREFIX)

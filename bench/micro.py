@@ -31,19 +31,18 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
-import platform
 import re
 import resource
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from benchlib import first_line, machine_base, save_results
 
 ROOT = Path(__file__).resolve().parent.parent
 SPREAD_FLAG = 0.20          # spreads above this are flagged
@@ -571,24 +570,7 @@ def render_targets(all_rows: dict) -> tuple[str, list[dict]]:
 # Machine information
 # ---------------------------------------------------------------------------
 
-def first_line(cmd: list[str]) -> str:
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=20, cwd=ROOT)
-        return p.stdout.strip().splitlines()[0] if p.returncode == 0 and p.stdout.strip() else ""
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-
-
 def machine_info(build_dir: Path) -> dict:
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     cache = {}
     try:
         for line in (build_dir / "CMakeCache.txt").read_text().splitlines():
@@ -604,25 +586,15 @@ def machine_info(build_dir: Path) -> dict:
         boost = m.group(1).replace("_", ".") if m else ""
     except OSError:
         pass
-    rev = first_line(["git", "rev-parse", "HEAD"]) or "no commit yet"
-    dirty = bool(first_line(["git", "status", "--porcelain"]))
-    return {
-        "host": socket.gethostname(),
-        "cpu_model": cpu,
-        "nproc": os.cpu_count(),
-        "affinity_cpus": sorted(os.sched_getaffinity(0)),
-        "kernel": platform.release(),
-        "uname": " ".join(platform.uname()),
-        "loadavg_at_start": list(os.getloadavg()),
+    info = machine_base()
+    info.update({
         "cc": first_line([cache.get("CMAKE_C_COMPILER", "cc"), "--version"]),
         "cxx": first_line([cache.get("CMAKE_CXX_COMPILER", "c++"), "--version"]),
         "go": first_line(["go", "version"]),
         "cmake": first_line(["cmake", "--version"]),
         "boost": boost,
-        "python": platform.python_version(),
-        "git_rev": rev,
-        "git_dirty": dirty,
-    }
+    })
+    return info
 
 
 # ---------------------------------------------------------------------------
@@ -746,10 +718,6 @@ def main() -> int:
     print(report)
 
     if not args.no_save:
-        out_dir = ROOT / "bench" / "results"
-        out_dir.mkdir(parents=True, exist_ok=True)
-        host = re.sub(r"[^A-Za-z0-9_.-]", "_", machine["host"])
-        base = out_dir / f"micro-{host}-{stamp}"
         data = {
             "schema": "weft-micro-1",
             "timestamp_utc": stamp,
@@ -767,10 +735,7 @@ def main() -> int:
                         for r in all_rows.values()],
             "targets": target_recs,
         }
-        base.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n")
-        base.with_suffix(".md").write_text(report)
-        print(f"raw samples: {base.with_suffix('.json').relative_to(ROOT)}; "
-              f"report: {base.with_suffix('.md').relative_to(ROOT)}", file=sys.stderr)
+        save_results("micro", machine, stamp, data, report)
 
     # Failing runs are in the report; the exit status says whether any happened.
     bad = any(r.problems for r in all_rows.values() if not r.missing)

@@ -142,8 +142,7 @@ void weft__alarm_arm(struct weft_alarm *a)
         weft__panic("an internal alarm was armed twice");
 }
 
-/* weft__alarm_disarm() is weft_alarm_stop() (see time.h). */
-bool weft__alarm_disarm(struct weft_alarm *a)
+bool weft_alarm_stop(struct weft_alarm *a)
 {
     bool stopped = false;
     for (;;) {
@@ -310,16 +309,11 @@ int weft_alarm_start(struct weft_alarm *a)
     return start(a);
 }
 
-bool weft_alarm_stop(struct weft_alarm *a)
-{
-    return weft__alarm_disarm(a);
-}
-
 bool weft_alarm_reset_abs(struct weft_alarm *a, uint64_t deadline)
 {
     if ((deadline >> 63) || !a->cb || weft__ensure_running())
         return false;
-    bool stopped = weft__alarm_disarm(a);
+    bool stopped = weft_alarm_stop(a);
     a->deadline = deadline;
     start(a); /* IDLE, or FIRING when called from its own callback */
     return stopped;
@@ -362,7 +356,7 @@ int weft_sleep_until_ns(uint64_t deadline)
     weft_alarm_init(&s.al, sleep_fire);
     s.al.deadline = deadline;
     weft_uthread_yield(sleep_cb, &s);
-    weft__alarm_disarm(&s.al); /* waits until sleep_fire has returned */
+    weft_alarm_stop(&s.al); /* waits until sleep_fire has returned */
     return 0;
 }
 

@@ -309,10 +309,6 @@ void weft__io_wakeup(void);
 /* weft__alarm_arm() puts a (deadline and cb set, not armed) on the calling
  * vcore's heap (round robin from outside). */
 void weft__alarm_arm(struct weft_alarm *a);
-/* weft__alarm_disarm() is weft_alarm_stop(): true if it stopped a before it
- * fired; otherwise waits until its callback has returned. Always call it
- * before a's memory goes away. */
-bool weft__alarm_disarm(struct weft_alarm *a);
 /* weft__timers_next() is the earliest deadline of all heaps, or UINT64_MAX. */
 uint64_t weft__timers_next(void);
 /* weft__timers_run() runs vc's own callbacks due at now; the _all variant

@@ -17,7 +17,7 @@
  * thread has another errno, and glibc lets the compiler keep errno's address
  * across calls. So the system calls run in sys_op(), a separate function
  * that turns errno into a negative result at once, the loops pass -errno
- * values around, and set_errno() (again separate) stores the final one on
+ * values around, and weft__set_errno() (again separate) stores the final one on
  * the kernel thread the caller returns on.
  */
 #define _GNU_SOURCE
@@ -105,7 +105,7 @@ static WEFT__NOINLINE ssize_t sys_op(int fd, const struct req *r)
     return n < 0 ? -errno : n;
 }
 
-static WEFT__NOINLINE void set_errno(int e)
+WEFT__NOINLINE void weft__set_errno(int e)
 {
     errno = e;
 }
@@ -115,7 +115,7 @@ static ssize_t ret(ssize_t n)
 {
     if (n >= 0)
         return n;
-    set_errno((int)-n);
+    weft__set_errno((int)-n);
     return -1;
 }
 

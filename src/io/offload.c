@@ -116,11 +116,6 @@ static int submit(struct job *j)
     return 0;
 }
 
-static WEFT__NOINLINE void set_errno(int e)
-{
-    errno = e;
-}
-
 int weft_offload(void *(*fn)(void *), void *arg, void **result)
 {
     if (!fn)
@@ -142,6 +137,6 @@ int weft_offload(void *(*fn)(void *), void *arg, void **result)
     weft__wait(&j.lock, NULL, &j.w, WEFT_FOREVER, WEFT_BLOCK_IO);
     if (result)
         *result = j.result;
-    set_errno(j.err);
+    weft__set_errno(j.err);
     return 0;
 }

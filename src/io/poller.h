@@ -124,6 +124,11 @@ void weft__fd_drop(int fd);
  * shim then routes plain calls on it through weft from any thread). */
 int weft__fd_managed(int fd);
 
+/* weft__set_errno() stores e in the errno of the kernel thread the caller
+ * runs on now: a separate function, so that the compiler cannot reuse an
+ * errno address computed before a switch (see io.c). */
+void weft__set_errno(int e);
+
 /* weft__fd_lookup() is fd's entry or NULL (never creates one). */
 struct weft__fd *weft__fd_lookup(int fd);
 

@@ -139,7 +139,7 @@ int weft__wait(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *w,
     b.tm.deadline = deadline_ns;
     weft_uthread_yield(block_cb, &b);
     if (deadline_ns != WEFT_FOREVER)
-        weft__alarm_disarm(&b.tm); /* waits out a timeout that lost the race */
+        weft_alarm_stop(&b.tm); /* waits out a timeout that lost the race */
     return w->status;
 }
 
