@@ -1,6 +1,6 @@
 # weft — convenience wrapper around CMake. The two commands that matter:
-#   make report   build weft and the peers, run the micro-benchmarks and the HTTP
-#                 benchmark (weft httpd vs thread-per-connection vs nginx), print the tables
+#   make report   build weft and every peer, run the benchmarks side by side and
+#                 write bench/report/README.md (+ plots); FULL=1 for the full set
 #   make test     build normal, ASan+UBSan and TSan trees; run every test in
 #                 each at 1 vcore and at all vcores, the stress tier 5 more times
 # Also: make build | make install [PREFIX=/usr/local] | make cross | make clean
@@ -54,11 +54,13 @@ install-check: test-normal
 cross: deps-test
 	scripts/cross-aarch64.sh
 
-# micro.py builds the tree (with the benchmarks) and runs the micro-benchmarks;
-# http_bench.py then loads httpd, httpd-pthread and nginx with wrk. Both always run;
-# the target fails if either had a failed run (missing tools are not failures).
+# bench/run.py builds the tree with the benchmarks and the Go and Rust peers, runs
+# every section, writes bench/results/<host>-<time>.json and renders bench/report/.
+# It fails if a run failed (a missing peer is reported, not a failure). Debian's
+# python3 is used because python3-matplotlib is installed for it.
+PYTHON ?= /usr/bin/python3
 report: deps-bench build
-	@rc=0; python3 bench/micro.py || rc=$$?; python3 bench/http_bench.py --build-dir build || rc=$$?; exit $$rc
+	$(PYTHON) bench/run.py $(if $(filter-out 0,$(FULL)),--full)
 
 install: build
 	cmake --install build --prefix $(PREFIX)

@@ -1,10 +1,8 @@
 #!/usr/bin/env python3
-"""http_bench.py — static-file HTTP throughput: weft's httpd against a thread-per-
-connection server and nginx, on the same machine in the same run.
-
-    python3 bench/http_bench.py                 # what `make report` runs after micro.py
-    python3 bench/http_bench.py --quick         # 5 s runs instead of 10 s
-    python3 bench/http_bench.py --help
+"""
+http_bench.py — the HTTP section of the report: static-file throughput of
+weft's httpd against a thread-per-connection server and nginx, on the same
+machine in the same run. bench/run.py calls run_http().
 
 What it does:
  1. Writes a 612-byte index.html into a temporary document root and, for
@@ -20,58 +18,40 @@ What it does:
     httpd and httpd-pthread print "listening on 127.0.0.1:<port>" when ready.
     Each server is started afresh for every run and checked first with two
     GET requests on one connection (status 200, the exact body).
- 3. Load: `taskset -c 1 wrk -t1 -c100 -d10s --latency URL`, one warm-up
-    round discarded, then 3 rounds, the servers interleaved (A B C A B C ...).
-    A run with non-2xx/3xx responses, or socket errors above 0.01% of the
-    requests, fails loudly (it is reported and the exit status is 1).
- 4. Prints a Markdown table (requests/s median, spread = (max-min)/median
-    flagged above 20%, p50 and p99 latency medians, the server's CPU use, the
-    ratios weft/nginx and weft/pthread against the targets: weft >= 0.9x
-    nginx, >= 2x pthread) and writes the raw samples to
-    bench/results/http-<host>-<timestamp>.json (the report beside it as .md).
+ 3. Load: `taskset -c 1 wrk -t1 -c100 -d<D>s --latency URL`, warm-up rounds
+    discarded, the servers interleaved (A B C A B C ...). A run with
+    non-2xx/3xx responses, or socket errors above 0.01% of the requests,
+    fails loudly.
 
 A server or tool that is not there (nginx or wrk not installed, httpd not
-built) is reported as missing and does not fail the run. Every server started
-is killed on the way out (its whole process group), even on failure; every
-subprocess has a timeout. Only the Python standard library is used.
+built) is reported as missing. Every server started is killed on the way out
+(its whole process group), even on failure; every subprocess has a timeout.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-
-import argparse
-import datetime as dt
 import http.client
+import os
 import re
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlib import first_line, machine_base, save_results
+from benchlib import Row, first_line, median
 
 ROOT = Path(__file__).resolve().parent.parent
-SPREAD_FLAG = 0.20           # spreads above this are flagged
 SOCKET_ERROR_TOLERANCE = 1e-4  # socket errors allowed, as a fraction of the requests
 START_TIMEOUT_S = 15         # a server must be listening within this
 STOP_TIMEOUT_S = 5           # SIGTERM, then SIGKILL after this
 WRK_SLACK_S = 30             # wrk may take this much longer than -d before it is killed
 SERVER_CPU, CLIENT_CPU = 0, 1
 FILE_SIZE = 612              # the size of nginx's classic welcome page
-
-TARGETS = [
-    # text, numerator, denominator, the smallest allowed requests/s ratio
-    ("weft ≥ 0.9× nginx (requests/s)", "weft", "nginx", 0.9),
-    ("weft ≥ 2× thread-per-connection (requests/s)", "weft", "pthread", 2.0),
-]
-
 
 # ---------------------------------------------------------------------------
 # Servers
@@ -387,87 +367,39 @@ def pin_cmd(cpu: int) -> list[str]:
 
 
 # ---------------------------------------------------------------------------
-# Report helpers
+# The section
 # ---------------------------------------------------------------------------
 
-def machine_info() -> dict:
-    m = machine_base()
-    m["nginx"] = first_line(["nginx", "-v"]).replace("nginx version: ", "")
-    # wrk --version prints its version and usage, then exits 1
-    m["wrk"] = (first_line(["wrk", "--version"], any_status=True).split("Copyright")[0].strip()
-                if shutil.which("wrk") else "")
-    return m
+TITLE = "HTTP: static file, keep-alive, one server CPU"
 
 
-def med(xs: list[float]) -> float | None:
-    return statistics.median(xs) if xs else None
-
-
-def spread(xs: list[float]) -> float | None:
-    if len(xs) < 2 or not statistics.median(xs):
-        return None
-    return (max(xs) - min(xs)) / statistics.median(xs)
-
-
-def fmt_ms(v: float | None) -> str:
-    if v is None:
-        return ""
-    return f"{v * 1000:.0f} µs" if v < 1 else f"{v:.2f} ms"
-
-
-# ---------------------------------------------------------------------------
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build-dir", default=str(ROOT / "build"),
-                    help="tree holding examples/httpd/httpd and httpd-pthread (default: build)")
-    ap.add_argument("--duration", type=int,
-                    default=int(os.environ.get("BENCH_HTTP_DURATION", "10")),
-                    help="seconds per wrk run (default 10, or $BENCH_HTTP_DURATION)")
-    ap.add_argument("--quick", action="store_true", help="5 s runs (same as --duration 5)")
-    ap.add_argument("--rounds", type=int, default=3, help="kept rounds per server (default 3)")
-    ap.add_argument("--warmup-rounds", type=int, default=1, help="discarded rounds (default 1)")
-    ap.add_argument("--connections", type=int, default=100, help="wrk -c (default 100)")
-    ap.add_argument("--only", default="", help="comma-separated servers: weft,pthread,nginx")
-    ap.add_argument("--no-save", action="store_true", help="do not write bench/results/")
-    args = ap.parse_args()
-    if args.quick:
-        args.duration = 5
-    started = time.monotonic()
-    build_dir = Path(args.build_dir).resolve()
-    machine = machine_info()
-    body = index_html()
-
-    # SIGTERM (a timeout around `make report`) unwinds through the finally blocks
-    # that stop the servers, as Ctrl-C does.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+def run_http(build_dir: Path, duration: int, rounds: int, warmup_rounds: int,
+             connections: int, log) -> dict:
+    """Runs the HTTP section; returns {"rows": [Row...], "runs": [...], "meta": {...}}.
+    Rows: per server, requests/s (section "http") and p99 latency in ms
+    (section "http-p99"). log(text) reports progress."""
     tmp = Path(tempfile.mkdtemp(prefix="weft-http-"))
+    keep = False
     try:
-        return run(args, started, build_dir, machine, body, tmp, ap)
+        docroot = tmp / "root"
+        docroot.mkdir()
+        body = index_html()
+        (docroot / "index.html").write_bytes(body)
+        all_servers = servers(build_dir, tmp, docroot)
+        result = _run(all_servers, tmp, body, duration, rounds, warmup_rounds, connections, log)
+        keep = bool(result["failures"])
+        result["meta"]["nginx_conf"] = ((tmp / "nginx.conf").read_text()
+                                        if (tmp / "nginx.conf").exists() else None)
+        if keep:
+            result["meta"]["logs_kept_in"] = str(tmp)
+        return result
     finally:
-        if KEEP_TMP:
-            print(f"http_bench.py: server logs and nginx.conf kept in {tmp}", file=sys.stderr)
-        else:
+        if not keep:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-KEEP_TMP = False    # set when a run failed: its logs stay for a look
-
-
-def run(args, started: float, build_dir: Path, machine: dict, body: bytes, tmp: Path,
-        ap: argparse.ArgumentParser) -> int:
-    global KEEP_TMP
-    docroot = tmp / "root"
-    docroot.mkdir()
-    (docroot / "index.html").write_bytes(body)
-    all_servers = servers(build_dir, tmp, docroot)
-    if args.only:
-        wanted = set(args.only.split(","))
-        unknown = wanted - {s.name for s in all_servers}
-        if unknown:
-            ap.error(f"unknown server(s): {', '.join(sorted(unknown))}")
-        all_servers = [s for s in all_servers if s.name in wanted]
-
+def _run(all_servers: list[Server], tmp: Path, body: bytes, duration: int, rounds: int,
+         warmup_rounds: int, connections: int, log) -> dict:
     # Anything that stops every run: wrk, taskset, two CPUs.
     global_missing = ""
     if shutil.which("wrk") is None:
@@ -484,42 +416,39 @@ def run(args, started: float, build_dir: Path, machine: dict, body: bytes, tmp: 
     failures: list[str] = []
     checks: dict[str, dict] = {}
     live: list[Running] = []
-    total_rounds = args.warmup_rounds + args.rounds
+    total_rounds = warmup_rounds + rounds
     try:
         for rnd in range(total_rounds):
-            kept = rnd >= args.warmup_rounds
+            kept = rnd >= warmup_rounds
             for s in all_servers:            # interleaved: A B C, A B C, ...
                 if s.missing:
                     continue
-                run_id = f"r{rnd}"
-                print(f"[{time.monotonic() - started:6.1f}s] http round {rnd}"
-                      f"{'' if kept else ' (warm-up)'}: {s.name}", file=sys.stderr, flush=True)
+                log(f"http round {rnd}{'' if kept else ' (warm-up)'}: {s.name}")
                 rec: dict = {"server": s.name, "round": rnd, "warmup": not kept,
                              "server_cmd": pin_cmd(SERVER_CPU) + s.cmd}
-                srv = Running(s, tmp, run_id, pin_cmd(SERVER_CPU))
+                srv = Running(s, tmp, f"r{rnd}", pin_cmd(SERVER_CPU))
                 live.append(srv)
                 try:
                     srv.start()
                     rec["port"] = srv.port
-                    seen = precheck(srv.port, body)
-                    checks.setdefault(s.name, seen)
+                    checks.setdefault(s.name, precheck(srv.port, body))
                     url = f"http://127.0.0.1:{srv.port}/index.html"
-                    cmd = pin_cmd(CLIENT_CPU) + ["wrk", "-t1", f"-c{args.connections}",
-                                                 f"-d{args.duration}s", "--latency", url]
+                    cmd = pin_cmd(CLIENT_CPU) + ["wrk", "-t1", f"-c{connections}",
+                                                 f"-d{duration}s", "--latency", url]
                     rec["wrk_cmd"] = cmd
                     cpu0 = srv.cpu_seconds()
                     ct0 = cpu_times()
                     t0 = time.monotonic()
                     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                       text=True, timeout=args.duration + WRK_SLACK_S)
+                                       text=True, timeout=duration + WRK_SLACK_S)
                     wall = time.monotonic() - t0
                     ct1 = cpu_times()
                     rec["server_cpu_s"] = round(srv.cpu_seconds() - cpu0, 3)
                     rec["server_cpu_share"] = round(rec["server_cpu_s"] / wall, 3) if wall else None
                     for name, cpu in (("server", SERVER_CPU), ("client", CLIENT_CPU)):
                         busy, steal = busy_share(ct0, ct1, cpu)
-                        rec[f"{name}_cpu{cpu}_busy_share"] = None if busy is None else round(busy, 3)
-                        rec[f"{name}_cpu{cpu}_steal_share"] = None if steal is None else round(steal, 3)
+                        rec[f"{name}_cpu_busy_share"] = None if busy is None else round(busy, 3)
+                        rec[f"{name}_cpu_steal_share"] = None if steal is None else round(steal, 3)
                     rec["wrk_output"] = p.stdout
                     if p.returncode != 0:
                         raise RuntimeError(f"wrk exited with status {p.returncode}: "
@@ -532,22 +461,15 @@ def run(args, started: float, build_dir: Path, machine: dict, body: bytes, tmp: 
                     if bad:
                         raise RuntimeError(bad)
                     rec["ok"] = True
-                    busy0 = rec[f"server_cpu{SERVER_CPU}_busy_share"]
-                    busy1 = rec[f"client_cpu{CLIENT_CPU}_busy_share"]
-                    print(f"          {rec['rps']:,.0f} requests/s, p50 {fmt_ms(rec['p50_ms'])}, "
-                          f"p99 {fmt_ms(rec['p99_ms'])}, server CPU "
-                          f"{rec['server_cpu_share'] * 100:.0f}%"
-                          + ("" if busy0 is None else f", CPU {SERVER_CPU} busy {busy0 * 100:.0f}%")
-                          + ("" if busy1 is None else f", CPU {CLIENT_CPU} busy {busy1 * 100:.0f}%"),
-                          file=sys.stderr, flush=True)
+                    log(f"  {rec['rps']:,.0f} requests/s, p99 {rec['p99_ms']:.2f} ms, server CPU "
+                        f"{rec['server_cpu_share'] * 100:.0f}%")
                 except (RuntimeError, ValueError, OSError, http.client.HTTPException,
                         subprocess.TimeoutExpired) as e:
                     rec["ok"] = False
-                    rec["error"] = f"{type(e).__name__}: {e}" if not isinstance(e, RuntimeError) \
-                        else str(e)
-                    msg = f"{s.name} round {rnd}: {rec['error']}"
-                    failures.append(msg)
-                    print(f"http_bench.py: FAIL {msg}", file=sys.stderr, flush=True)
+                    rec["error"] = str(e) if isinstance(e, RuntimeError) \
+                        else f"{type(e).__name__}: {e}"
+                    failures.append(f"{s.name} round {rnd}: {rec['error']}")
+                    log(f"FAIL http {s.name} round {rnd}: {rec['error']}")
                 finally:
                     srv.stop()
                     live.remove(srv)
@@ -559,140 +481,23 @@ def run(args, started: float, build_dir: Path, machine: dict, body: bytes, tmp: 
         for srv in live:                      # interrupted (Ctrl-C): no server left behind
             srv.stop()
 
-    # ---- summary ----
-    rows = {}
+    rows = []
     for s in all_servers:
         kept = [r for r in runs if r["server"] == s.name and not r["warmup"] and r.get("ok")]
-        rps = [r["rps"] for r in kept]
-        rows[s.name] = {
-            "server": s.name, "describe": s.describe, "missing": s.missing or None,
-            "rps": rps, "rps_median": med(rps), "rps_spread": spread(rps),
-            "p50_ms": [r["p50_ms"] for r in kept], "p99_ms": [r["p99_ms"] for r in kept],
-            "p50_ms_median": med([r["p50_ms"] for r in kept]),
-            "p99_ms_median": med([r["p99_ms"] for r in kept]),
-            "server_cpu_share_median": med([r["server_cpu_share"] for r in kept
-                                            if r.get("server_cpu_share") is not None]),
-            "server_cpu_busy_median": med([r[f"server_cpu{SERVER_CPU}_busy_share"] for r in kept
-                                           if r.get(f"server_cpu{SERVER_CPU}_busy_share")
-                                           is not None]),
-            "client_cpu_busy_median": med([r[f"client_cpu{CLIENT_CPU}_busy_share"] for r in kept
-                                           if r.get(f"client_cpu{CLIENT_CPU}_busy_share")
-                                           is not None]),
-            "failed_runs": [r["error"] for r in runs if r["server"] == s.name and not r.get("ok")],
-            "check": checks.get(s.name),
-        }
-
-    def ratio(a: str, b: str) -> float | None:
-        ra, rb = rows.get(a), rows.get(b)
-        if ra and rb and ra["rps_median"] and rb["rps_median"]:
-            return ra["rps_median"] / rb["rps_median"]
-        return None
-
-    machine["loadavg_at_end"] = list(os.getloadavg())
-    elapsed = time.monotonic() - started
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    rev = machine["git_rev"]
-    md = ["## HTTP: static file, keep-alive, one server CPU", "",
-          f"Machine: {machine['cpu_model']}, {machine['nproc']} CPUs, Linux {machine['kernel']}; "
-          f"{machine['nginx'] or 'nginx: none'}; {machine['wrk'] or 'wrk: none'}. git "
-          f"{rev[:12] if re.fullmatch('[0-9a-f]{40}', rev) else rev}"
-          f"{' (dirty)' if machine['git_dirty'] else ''}.",
-          f"Method: GET /index.html ({FILE_SIZE} bytes) with `taskset -c {CLIENT_CPU} wrk -t1 "
-          f"-c{args.connections} -d{args.duration}s --latency`; server pinned with `taskset -c "
-          f"{SERVER_CPU}` and started afresh for every run; {total_rounds} rounds with the servers "
-          f"interleaved, the first {args.warmup_rounds} discarded; medians of {args.rounds} "
-          f"kept runs. Driver time {elapsed:.0f} s. Load average (1 min) "
-          f"{machine['loadavg_at_start'][0]:.2f} at the start, "
-          f"{machine['loadavg_at_end'][0]:.2f} at the end"
-          f"{' (the machine had other work: read ratios, not absolute numbers)' if machine['loadavg_at_start'][0] > 0.5 else ''}.",
-          "",
-          "| server | requests/s (median) | spread | p50 | p99 | server CPU | "
-          f"CPU {SERVER_CPU} / {CLIENT_CPU} busy | runs | weft ÷ this |",
-          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
-    for s in all_servers:
-        r = rows[s.name]
-        if r["missing"]:
-            md.append(f"| {s.name} | missing | | | | | | 0/{args.rounds} | {r['missing']} |")
-            continue
-        if not r["rps"]:
-            md.append(f"| {s.name} | failed | | | | | | 0/{args.rounds} | "
-                      f"{len(r['failed_runs'])} failed run(s); first: {r['failed_runs'][0]} |")
-            continue
-        sp = r["rps_spread"]
-        sp_txt = "" if sp is None else f"{sp * 100:.1f}%" + (" ⚠" if sp > SPREAD_FLAG else "")
-        rt = ratio("weft", s.name)
-        rt_txt = "—" if s.name == "weft" else (f"{rt:.3g}×" if rt is not None else "")
-        if r["failed_runs"]:
-            rt_txt += f" — {len(r['failed_runs'])} failed run(s): {r['failed_runs'][0]}"
-        pct = (lambda v: "?" if v is None else f"{v * 100:.0f}%")
-        md.append(f"| {s.name} | {r['rps_median']:,.0f} | {sp_txt} | {fmt_ms(r['p50_ms_median'])} "
-                  f"| {fmt_ms(r['p99_ms_median'])} | {pct(r['server_cpu_share_median'])} | "
-                  f"{pct(r['server_cpu_busy_median'])} / {pct(r['client_cpu_busy_median'])} | "
-                  f"{len(r['rps'])}/{args.rounds} | {rt_txt} |")
-    md += ["", "weft ÷ this: weft's requests/s over this server's (above 1: weft serves more). "
-               f"Spread = (max − min) / median of requests/s; ⚠ above {SPREAD_FLAG:.0%}. "
-               "p50/p99: medians over the kept runs of wrk's latency percentiles. Server CPU: "
-               "CPU time of the server's processes during the run ÷ wall time. CPU "
-               f"{SERVER_CPU} / {CLIENT_CPU} busy: the share of each CPU not idle (from "
-               f"/proc/stat, anyone's work). Server CPU near 100%: the server is the bottleneck; "
-               f"CPU {SERVER_CPU} busy well above server CPU: something else ran there; both "
-               f"low: the server waits (on the client, CPU {CLIENT_CPU}, or on itself).", "",
-           "Servers:"]
-    for s in all_servers:
+        failed = [f"round {r['round']}: {r['error']}" for r in runs
+                  if r["server"] == s.name and not r.get("ok")]
+        busy = [r["server_cpu_share"] for r in kept if r.get("server_cpu_share") is not None]
         chk = checks.get(s.name)
-        extra = ""
-        if chk:
-            extra = (f"; response header {chk['header_bytes']} bytes, keep-alive "
-                     f"{'yes' if chk['keep_alive'] else 'NO (the server closes each connection)'}")
-        md.append(f"- {s.name}: {s.describe}{extra}.")
-    md += ["", "### Targets (HTTP)", ""]
-    target_recs = []
-    for text, a, b, bound in TARGETS:
-        rt = ratio(a, b)
-        if rt is None:
-            why = next((rows[x]["missing"] or (rows[x]["failed_runs"][0] if rows[x]["failed_runs"]
-                                               else "no result")
-                        for x in (a, b) if x in rows and not rows[x]["rps_median"]),
-                       "not run")
-            md.append(f"- {text}: **cannot tell** ({why})")
-            target_recs.append({"target": text, "status": "unknown"})
-            continue
-        met = rt >= bound
-        noisy = any((rows[x]["rps_spread"] or 0) > SPREAD_FLAG for x in (a, b))
-        md.append(f"- {text}: **{'met' if met else 'not met'}** — {rows[a]['rps_median']:,.0f} vs "
-                  f"{rows[b]['rps_median']:,.0f} requests/s, ratio {rt:.3g}×"
-                  + (" — spread above 20% on one side, read with care" if noisy else ""))
-        target_recs.append({"target": text, "status": "met" if met else "not met",
-                            "ratio": rt, "bound": bound, "noisy": noisy})
-    if failures:
-        md += ["", f"**{len(failures)} failed run(s):**"] + [f"- {f}" for f in failures]
-    report = "\n".join(md) + "\n"
-    print(report)
-
-    if not args.no_save:
-        data = {
-            "schema": "weft-http-1",
-            "timestamp_utc": stamp,
-            "machine": machine,
-            "config": {"duration_s": args.duration, "rounds": args.rounds,
-                       "warmup_rounds": args.warmup_rounds, "connections": args.connections,
-                       "threads": 1, "file_bytes": FILE_SIZE, "server_cpu": SERVER_CPU,
-                       "client_cpu": CLIENT_CPU, "build_dir": str(build_dir),
-                       "spread_flag": SPREAD_FLAG,
-                       "socket_error_tolerance": SOCKET_ERROR_TOLERANCE,
-                       "driver_seconds": round(elapsed, 1)},
-            "nginx_conf": (tmp / "nginx.conf").read_text() if (tmp / "nginx.conf").exists()
-            else None,
-            "runs": runs,
-            "summary": list(rows.values()),
-            "targets": target_recs,
-        }
-        save_results("http", machine, stamp, data, report)
-
-    # Missing servers or tools are reported, not failures; a run that went wrong is.
-    KEEP_TMP = bool(failures)
-    return 1 if failures else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        extra = {"describe": s.describe, "server_cpu_share": median(busy),
+                 "keep_alive": chk["keep_alive"] if chk else None}
+        rows.append(Row("http", s.name, f"c={connections}", "requests/s", "higher", "http",
+                        [r["rps"] for r in kept], failed, s.missing, extra))
+        rows.append(Row("http-p99", s.name, f"c={connections}", "ms", "lower", "http",
+                        [r["p99_ms"] for r in kept], list(failed), s.missing,
+                        {"p50_ms": median([r["p50_ms"] for r in kept])}))
+    meta = {"duration_s": duration, "connections": connections, "file_bytes": FILE_SIZE,
+            "server_cpu": SERVER_CPU, "client_cpu": CLIENT_CPU,
+            "socket_error_tolerance": SOCKET_ERROR_TOLERANCE,
+            "command": f"taskset -c {CLIENT_CPU} wrk -t1 -c{connections} -d{duration}s --latency; "
+                       f"servers under taskset -c {SERVER_CPU}"}
+    return {"rows": rows, "runs": runs, "meta": meta, "failures": failures}

@@ -3,14 +3,14 @@
 # Usage: scripts/deps.sh [core|test|bench|all]   (default: all)
 #   core  : compilers and build tools for the library
 #   test  : + clang-19 sanitizer runtimes, aarch64 cross compiler, qemu-user
-#   bench : + Boost.Fiber/Context, Python matplotlib
+#   bench : + Boost.Fiber/Context, Python matplotlib, Go, Rust (cargo), nginx, wrk
 # Safe to run repeatedly: it only calls apt-get when a package is absent.
 set -euo pipefail
 
 want=${1:-all}
 core=(build-essential cmake ninja-build pkg-config liburing-dev)
 test=(clang-19 libclang-rt-19-dev llvm-19 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
-bench=(libboost-fiber-dev libboost-context-dev python3-matplotlib golang-go nginx wrk)
+bench=(libboost-fiber-dev libboost-context-dev python3-matplotlib golang-go cargo nginx wrk time)
 
 pkgs=("${core[@]}")
 case "$want" in
@@ -25,6 +25,8 @@ missing=()
 for p in "${pkgs[@]}"; do
   # Go may come from the machine image rather than Debian: accept any go on PATH.
   if [ "$p" = golang-go ] && command -v go >/dev/null 2>&1; then continue; fi
+  # Rust likewise (rustup puts cargo in ~/.cargo/bin).
+  if [ "$p" = cargo ] && { command -v cargo || [ -x "$HOME/.cargo/bin/cargo" ]; } >/dev/null 2>&1; then continue; fi
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0

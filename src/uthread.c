@@ -333,26 +333,48 @@ void weft_yield(void)
     switch_out(vc, ut, yield_entry);
 }
 
-static void park_cb(struct weft_uthread *ut, void *arg)
+/* park_entry() is vcore context after weft_park(): publish PARKED, after
+ * which weft_unpark() makes the uthread runnable; or, when a token arrived
+ * while it was switching out, consume it and run the uthread again at once
+ * (the park returns, as it would have with the token there before the
+ * switch). A scheduler that follows blocks hears of this one before it is
+ * published, and of the token as a wake-up. */
+static void park_entry(void *arg)
 {
-    (void)arg;
-    weft_uthread_blocked(ut, WEFT_BLOCK_PARK);
+    struct weft__vcore *vc = arg;
+    struct weft_uthread *ut = weft__vcore_arrive(vc);
+    atomic_store_explicit(&ut->state, WEFT__BLOCKED, memory_order_relaxed);
+    bool told = weft__rt.ops->thread_has_blocked != NULL;
+    if (told)
+        weft_uthread_blocked(ut, WEFT_BLOCK_PARK);
     int exp = WEFT__PARK_NONE;
-    if (atomic_compare_exchange_strong(&ut->park, &exp, WEFT__PARK_PARKED))
-        return; /* weft_unpark() makes it runnable */
-    /* A token arrived while we were switching out: consume it, run again. */
-    atomic_store(&ut->park, WEFT__PARK_NONE);
-    weft_uthread_runnable(ut);
+    if (WEFT__UNLIKELY(!atomic_compare_exchange_strong(&ut->park, &exp, WEFT__PARK_PARKED))) {
+        atomic_store(&ut->park, WEFT__PARK_NONE); /* seq_cst: see weft_park() */
+        if (told) {
+            weft_uthread_runnable(ut);
+        } else {
+            atomic_store_explicit(&ut->state, WEFT__RUNNABLE, memory_order_relaxed);
+            run_on(vc, ut);
+        }
+    }
+    weft__vcore_loop(vc);
 }
 
 int weft_park(void)
 {
-    struct weft_uthread *ut = current();
+    struct weft__vcore *vc = weft__vc_at_entry(); /* vc is not used after the switch */
+    struct weft_uthread *ut = vc ? vc->current : NULL;
     if (!ut)
         return EPERM;
-    if (atomic_exchange(&ut->park, WEFT__PARK_NONE) == WEFT__PARK_TOKEN)
+    /* A token is consumed with a full-barrier RMW, never a plain store: the
+     * caller's next look at its wake-up condition must not be ordered before
+     * the consumption, or an unpark that found the token still there (and
+     * so did nothing) would be lost. Without a token, park_entry's CAS is
+     * that barrier. */
+    if (atomic_load_explicit(&ut->park, memory_order_relaxed) == WEFT__PARK_TOKEN &&
+        atomic_exchange(&ut->park, WEFT__PARK_NONE) == WEFT__PARK_TOKEN)
         return 0;
-    weft_uthread_yield(park_cb, NULL);
+    switch_out(vc, ut, park_entry);
     return 0;
 }
 

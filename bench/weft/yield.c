@@ -1,14 +1,20 @@
 /*
- * yield.c — nanoseconds per weft_yield() with 2 and with 100 uthreads, all on
- * one vcore.
+ * yield.c — nanoseconds per weft_yield() with 2, 100 and 10 000 uthreads, all
+ * on one vcore.
  *
  * The runtime is started with a single vcore (weft_config.vcores = 1), so
  * every yield is a switch from one uthread to the next on the same core
  * through vcore context and the scheduler. A coordinator uthread spawns the
  * workers (they cannot run before it blocks: there is only one vcore), takes
- * the start time and joins them. Each worker yields n times and counts
+ * the start time and joins them; the worker that finishes last takes the end
+ * time, so the joins (each frees a stack, which past the caches is a munmap:
+ * most of the run at 10 000 uthreads) are not timed. Each worker yields n
+ * times and counts
  * handovers (the uthread that ran last was another one), which checks that
- * weft_yield() really switched instead of returning at once.
+ * weft_yield() really switched instead of returning at once. With 10 000
+ * uthreads every yield touches a different stack and uthread struct, so the
+ * row shows the cost once the working set no longer fits the L1/L2 caches;
+ * its warm-up starts from fewer yields per worker to keep the run short.
  *
  * Peers: bench/peers/cpp/boost_fiber_yield.cpp, boost_context_yield.cpp,
  * bench/peers/go (yield), bench/peers/kernel/yield.c.
@@ -19,11 +25,16 @@
 #include <weft/weft.h>
 #include <weft/sched.h>
 
-static const int thread_counts[] = { 2, 100 };
+static const struct {
+    int nthreads;
+    uint64_t n0;      /* yields per worker in the first warm-up run */
+} rows[] = { { 2, 1000 }, { 100, 1000 }, { 10000, 10 } };
 
 static _Atomic(weft_t) last_runner;       /* the worker that ran last */
 static atomic_uint_fast64_t handovers;    /* yields after which another worker had run */
 static atomic_int wrong_vcore;            /* workers seen off vcore 0 */
+static atomic_int running;                /* workers not yet done with their yields */
+static _Atomic uint64_t end_ns;           /* taken by the last of them */
 
 static void *worker(void *arg)
 {
@@ -37,6 +48,8 @@ static void *worker(void *arg)
             h++;
         }
     }
+    if (atomic_fetch_sub(&running, 1) == 1)
+        atomic_store(&end_ns, bench_now_ns());
     if (weft_vcore_id() != 0)
         atomic_fetch_add(&wrong_vcore, 1);
     atomic_fetch_add(&handovers, h);
@@ -45,7 +58,7 @@ static void *worker(void *arg)
 
 struct yield_ctx {
     int nthreads;
-    weft_t workers[100];
+    weft_t *workers;
 };
 
 /* run_yield() lets nthreads workers yield n times each; returns the ns it took. */
@@ -56,6 +69,7 @@ static uint64_t run_yield(void *arg, uint64_t n)
 
     atomic_store(&last_runner, NULL);
     atomic_store(&handovers, 0);
+    atomic_store(&running, c->nthreads);
     for (int i = 0; i < c->nthreads; i++)
         bench_check_rc(weft_spawn(&c->workers[i], NULL, worker, (void *)(uintptr_t)n));
     t0 = bench_now_ns();
@@ -64,7 +78,7 @@ static uint64_t run_yield(void *arg, uint64_t n)
         bench_check_rc(weft_join(c->workers[i], &r));
         done += (uintptr_t)r;
     }
-    t1 = bench_now_ns();
+    t1 = atomic_load(&end_ns);
 
     if (done != total)
         bench_fail("weft yield: %llu yields done, %llu asked", (unsigned long long)done,
@@ -82,10 +96,15 @@ static uint64_t run_yield(void *arg, uint64_t n)
 static void *coordinator(void *unused)
 {
     (void)unused;
-    for (size_t k = 0; k < sizeof thread_counts / sizeof thread_counts[0]; k++) {
-        struct yield_ctx c = { .nthreads = thread_counts[k] };
+    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+        struct yield_ctx c = { .nthreads = rows[k].nthreads };
         char param[32];
-        struct bench_sample s = bench_measure(run_yield, &c, 1000, (1u << 30) / c.nthreads);
+        c.workers = malloc(sizeof *c.workers * (size_t)c.nthreads);
+        if (!c.workers)
+            bench_fail("weft yield: no memory for %d handles", c.nthreads);
+        struct bench_sample s =
+            bench_measure(run_yield, &c, rows[k].n0, (1u << 30) / c.nthreads);
+        free(c.workers);
         snprintf(param, sizeof param, "threads=%d", c.nthreads);
         bench_result("yield", "weft", param, (double)s.ns / (double)(s.iters * c.nthreads),
                      "ns/yield");

@@ -3,9 +3,10 @@
 //
 //   threads=2    main and one fiber resume each other (ping-pong); each
 //                resume is one yield: 1 context switch per yield.
-//   threads=100  main resumes 100 fibers round-robin and each resumes main
-//                back: one yield of a worker is worker -> main -> next
-//                worker, 2 context switches per yield, the shape of a
+//   threads=100, threads=10000
+//                main resumes 100 (10 000) fibers round-robin and each
+//                resumes main back: one yield of a worker is worker -> main
+//                -> next worker, 2 context switches per yield, the shape of a
 //                scheduler loop with nothing in it.
 // Both sides count their resumes and the counts are checked.
 #include "bench.hpp"
@@ -78,11 +79,15 @@ int main()
 {
     bench::pin_self(0);
     bench::note("boost.context", "one thread pinned to CPU 0; threads=2: main<->fiber ping-pong "
-                                 "(1 switch/yield); threads=100: round-robin from main "
+                                 "(1 switch/yield); threads=100 and 10000: round-robin from main "
                                  "(2 switches/yield)");
     auto s = bench::measure(pingpong, 1000, 1u << 30);
     bench::result("yield", "boost.context", "threads=2", s.per_iter_ns() / 2, "ns/yield");
 
     s = bench::measure([](std::uint64_t n) { return round_robin(100, n); }, 1000, 1u << 24);
     bench::result("yield", "boost.context", "threads=100", s.per_iter_ns() / 100, "ns/yield");
+
+    // 10 000 fibers: start the warm-up small (each run creates them all).
+    s = bench::measure([](std::uint64_t n) { return round_robin(10000, n); }, 10, 1u << 16);
+    bench::result("yield", "boost.context", "threads=10000", s.per_iter_ns() / 10000, "ns/yield");
 }

@@ -8,15 +8,20 @@ import (
 	"time"
 )
 
-// benchYield measures runtime.Gosched with 2 and with 100 goroutines on one P
-// (GOMAXPROCS=1; the driver also pins the process to CPU 0). The goroutines
-// wait for a start signal, main takes the start time, and each yields n
-// times counting handovers, which must be (nearly) all yields.
+// benchYield measures runtime.Gosched with 2, 100 and 10 000 goroutines on
+// one P (GOMAXPROCS=1; the driver also pins the process to CPU 0). The
+// goroutines wait for a start signal, main takes the start time, and each
+// yields n times counting handovers, which must be (nearly) all yields.
+//
+// The warm-up starts at n = 1000 yields per goroutine, fewer for many
+// goroutines (at most 100 000 yields in all), so that the 10 000-goroutine
+// row does not spend a second in its first warm-up run.
 func benchYield() {
 	runtime.GOMAXPROCS(1)
 	note("GOMAXPROCS=%d", runtime.GOMAXPROCS(0))
-	for _, g := range []int{2, 100} {
-		n, took := measure(func(n int) time.Duration { return yieldRun(g, n) }, 1000, (1<<30)/g)
+	for _, g := range []int{2, 100, 10000} {
+		n0 := max(min(1000, 100000/g), 1)
+		n, took := measure(func(n int) time.Duration { return yieldRun(g, n) }, n0, (1<<30)/g)
 		result("yield", fmt.Sprintf("threads=%d", g), float64(took.Nanoseconds())/float64(n*g), "ns/yield")
 	}
 }

@@ -20,10 +20,21 @@
  * --layout=L (repeatable) picks the layouts from cpus=0,1 (A on CPU 0, B on
  * CPU 1), cpus=0 (both on CPU 0) and unpinned (neither thread pinned: the
  * kernel places them within the process's affinity mask). Default: cpus=0,1
- * and cpus=0.
+ * and cpus=0. Every variant runs in every layout (futex-spin only where A
+ * and B are pinned to different CPUs).
+ *
+ * --bench=baseline is the kernel baseline of the issue ("a pipe ping-pong and
+ * a futex ping-pong between two kernel threads, pinned to one CPU and
+ * unpinned on two"): nanoseconds per *switch*, a round trip being two
+ * (A -> B, B -> A), as Turner's talk counts them (500 000 round trips of
+ * pipe_test = 1 million context switches), printed as
+ *   RESULT bench=baseline impl=kernel-futex|kernel-pipe param=cpus=0|unpinned
+ *          value=<ns per switch> unit=ns
+ * Its defaults are futex and pipe, layouts cpus=0 and unpinned. (The
+ * sched_yield companion: kernel_yield --bench=baseline.)
  *
  * Usage: kernel_pingpong [--bench=NAME] [--layout=L]... [futex|pipe|futex-spin]...
- *        (default: all three)
+ *        (default: all three; with --bench=baseline, futex and pipe)
  */
 #include "bench.h"
 
@@ -294,10 +305,20 @@ int main(int argc, char **argv)
             usage(argv[0]);
         }
     }
-    if (!any)
-        want_futex = want_pipe = want_spin = 1;
-    if (!layouts_given)
-        want_layout[0] = want_layout[1] = 1;   /* cpus=0,1 and cpus=0 */
+    /* baseline: ns per switch (half a round trip), futex and pipe, cpus=0 and unpinned */
+    int baseline = strcmp(bench, "baseline") == 0;
+    if (!any) {
+        want_futex = want_pipe = 1;
+        want_spin = !baseline;
+    }
+    if (!layouts_given) {
+        if (baseline)
+            want_layout[1] = want_layout[2] = 1;   /* cpus=0 and unpinned */
+        else
+            want_layout[0] = want_layout[1] = 1;   /* cpus=0,1 and cpus=0 */
+    }
+    const char *unit = baseline ? "ns" : "ns/roundtrip";
+    double per = baseline ? 2.0 : 1.0;   /* switches per round trip, for baseline */
     bench_need_cpus(2);
 
     cpu_set_t all;
@@ -316,18 +337,18 @@ int main(int argc, char **argv)
         if (want_futex) {
             s = measure_futex(layouts[k].cpu_b);
             bench_result(bench, "kernel-futex", layouts[k].param,
-                         (double)s.ns / (double)s.iters, "ns/roundtrip");
+                         (double)s.ns / (double)s.iters / per, unit);
         }
         if (want_pipe) {
             s = measure_pipe(layouts[k].cpu_b);
             bench_result(bench, "kernel-pipe", layouts[k].param,
-                         (double)s.ns / (double)s.iters, "ns/roundtrip");
+                         (double)s.ns / (double)s.iters / per, unit);
         }
         /* spinning only makes sense on two CPUs of our own: on a shared CPU it delays the other side */
         if (want_spin && layouts[k].cpu_a >= 0 && layouts[k].cpu_b != layouts[k].cpu_a) {
             s = measure_spin(layouts[k].cpu_b);
             bench_result(bench, "kernel-futex-spin", layouts[k].param,
-                         (double)s.ns / (double)s.iters, "ns/roundtrip");
+                         (double)s.ns / (double)s.iters / per, unit);
         }
     }
     return 0;

@@ -1,0 +1,468 @@
+#!/usr/bin/env python3
+"""report.py — renders a results file of bench/run.py into bench/report/:
+README.md (summary first, then one section per benchmark with its table, plot
+and how it was produced) and the PNG plots beside it, and appends the run's
+summary to bench/report/history.json so the report shows change over time.
+
+    python3 bench/report.py bench/results/<host>-<timestamp>.json
+
+Needs matplotlib (Debian: python3-matplotlib); without it the report is
+written without plots and says so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from benchlib import ROOT, SPREAD_FLAG, fmt_spread, fmt_value, is_weft
+
+OUT = ROOT / "bench" / "report"
+HISTORY = OUT / "history.json"
+HISTORY_KEEP = 50
+
+# Targets of the issues, each: text, section, weft impl, peer impls (best of
+# them counts), param, and the smallest allowed "weft is better" ratio (peer
+# time ÷ weft time, or weft rate ÷ peer rate). "{ALL}" is the all-vcores label.
+TARGETS = [
+    ("yield, 2 threads: weft ≤ 1.0× Boost.Fiber's time", "yield", "weft", ["boost.fiber"],
+     "threads=2", 1.0),
+    ("yield, 100 threads: weft ≤ 1.0× Boost.Fiber's time", "yield", "weft", ["boost.fiber"],
+     "threads=100", 1.0),
+    ("ring N=8, 10 000 threads, all vcores: weft ≥ 1.0× Go (GOMAXPROCS={NCPU})", "ring",
+     "weft-{NCPU}vcores", ["go-gomaxprocs{NCPU}"], "n=8,threads=10000", 1.0),
+    ("ring N=8, 10 000 threads, all vcores: weft ≥ 1.0× Boost.Fiber (best of 1 thread and "
+     "work stealing)", "ring", "weft-{NCPU}vcores", ["boost.fiber-1thread", "boost.fiber-ws{NCPU}"],
+     "n=8,threads=10000", 1.0),
+    ("ring N=8, 10 000 threads, 1 vcore: weft ≥ 0.8× C++20 coroutines", "ring", "weft-1vcore",
+     ["c++20-coro"], "n=8,threads=10000", 0.8),
+    ("ring N=2, 10 000 threads, 1 vcore: weft ≥ 0.8× C++20 coroutines", "ring", "weft-1vcore",
+     ["c++20-coro"], "n=2,threads=10000", 0.8),
+    ("yield, 2 threads: weft ≥ 15× faster than sched_yield (issue 2)", "yield", "weft",
+     ["kernel-sched_yield"], "threads=2", 15.0),
+    ("spawn+join: weft ≥ 20× faster than pthread_create+join (issue 2)", "spawn", "weft",
+     ["pthread"], "join=each", 20.0),
+    ("ping-pong on two cores: weft park/unpark no slower than a futex (issue 2)", "pingpong",
+     "weft-park", ["kernel-futex"], "cpus=0,1", 1.0),
+    ("HTTP: weft httpd ≥ 0.9× nginx requests/s (issue 3)", "http", "weft", ["nginx"], "c=100", 0.9),
+    ("HTTP: weft httpd ≥ 2× thread-per-connection requests/s (issue 3)", "http", "weft",
+     ["pthread"], "c=100", 2.0),
+]
+
+# Colours per family, so a peer has the same colour in every plot.
+FAMILY_COLOURS = [("weft", "#d62728"), ("go", "#17becf"), ("boost.fiber", "#2ca02c"),
+                  ("boost.context", "#98df8a"), ("c++20", "#9467bd"), ("tokio", "#8c564b"),
+                  ("pthread", "#7f7f7f"), ("kernel", "#7f7f7f"), ("nginx", "#1f77b4")]
+
+
+def colour(impl: str) -> str:
+    for prefix, c in FAMILY_COLOURS:
+        if impl.startswith(prefix):
+            return c
+    return "#bcbd22"
+
+
+# ---------------------------------------------------------------------------
+# Comparisons
+# ---------------------------------------------------------------------------
+
+def better_ratio(weft: dict, peer: dict) -> float:
+    """Above 1: weft is better (faster, or more throughput)."""
+    if weft["better"] == "lower":
+        return peer["median"] / weft["median"]
+    return weft["median"] / peer["median"]
+
+
+def best(rows: list[dict]) -> dict | None:
+    rows = [r for r in rows if r["median"]]
+    if not rows:
+        return None
+    key = (lambda r: r["median"]) if rows[0]["better"] == "lower" else (lambda r: -r["median"])
+    return min(rows, key=key)
+
+
+def summary_lines(data: dict) -> list[dict]:
+    """Per section and comparison group: weft's best row against the best peer
+    row of the same group (floors excluded)."""
+    out = []
+    secs = data["sections"]
+    by_group: dict[tuple[str, str], list[dict]] = {}
+    for r in data["rows"]:
+        if r["section"] == "http-p99":
+            continue
+        by_group.setdefault((r["section"], r["group"]), []).append(r)
+    for (section, group), rows in by_group.items():
+        if section == "ring" and ",threads=10000," not in group + ",":
+            continue                       # the ring's summary: 10 000 threads
+        floors = set(secs.get(section, {}).get("floors", []))
+        w = best([r for r in rows if is_weft(r["impl"])])
+        p = best([r for r in rows if not is_weft(r["impl"]) and r["impl"] not in floors])
+        if w is None and not any(is_weft(r["impl"]) for r in rows):
+            continue
+        line = {"section": section, "group": group, "weft": w, "peer": p,
+                "ratio": better_ratio(w, p) if w and p else None,
+                "missing_peers": [r["impl"] for r in rows if not is_weft(r["impl"])
+                                  and not r["median"]]}
+        out.append(line)
+    return out
+
+
+def find(data: dict, section: str, impl: str, param: str) -> dict | None:
+    for r in data["rows"]:
+        if r["section"] == section and r["impl"] == impl and r["param"] == param:
+            return r
+    return None
+
+
+def targets(data: dict) -> list[dict]:
+    ncpu = str(len(data["machine"]["affinity_cpus"]))
+    out = []
+    for text, section, wimpl, pimpls, param, bound in TARGETS:
+        text = text.replace("{NCPU}", ncpu)
+        w = find(data, section, wimpl.replace("{NCPU}", ncpu), param)
+        peers = [find(data, section, p.replace("{NCPU}", ncpu), param) for p in pimpls]
+        p = best([x for x in peers if x])
+        if not (w and w["median"] and p):
+            why = "no weft result" if not (w and w["median"]) else "no peer result"
+            out.append({"target": text, "status": "cannot tell", "why": why})
+            continue
+        ratio = better_ratio(w, p)
+        noisy = any((x["spread"] or 0) > SPREAD_FLAG for x in (w, p))
+        out.append({"target": text, "status": "met" if ratio >= bound else "not met",
+                    "ratio": ratio, "bound": bound, "noisy": noisy, "peer": p["impl"],
+                    "weft_median": w["median"], "peer_median": p["median"], "unit": w["unit"]})
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Plots
+# ---------------------------------------------------------------------------
+
+def plots(data: dict) -> dict[str, str]:
+    """Writes the PNGs; returns section -> markdown image lines ('' if none)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return {}
+    images: dict[str, str] = {}
+    rows = data["rows"]
+
+    def save(fig, name: str, alt: str, section: str) -> None:
+        fig.tight_layout()
+        fig.savefig(OUT / name, dpi=110)
+        plt.close(fig)
+        images[section] = images.get(section, "") + f"![{alt}]({name})\n"
+
+    # Ring: one figure per N, throughput and memory against thread count.
+    ring = [r for r in rows if r["section"] == "ring"]
+    for n in data["sections"].get("ring", {}).get("ns", []):
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5))
+        impls = []
+        for r in ring:
+            if r["impl"] not in impls:
+                impls.append(r["impl"])
+        for impl in impls:
+            pts = sorted((int(r["param"].split("threads=")[1]), r["median"], r["rss_mib_median"])
+                         for r in ring if r["impl"] == impl and r["param"].startswith(f"n={n},")
+                         and r["median"])
+            if not pts:
+                continue
+            one = any(r["impl"] == impl and r.get("class") == "one CPU" for r in ring)
+            style = dict(color=colour(impl), marker="o", linestyle="--" if one else "-",
+                         linewidth=2.5 if is_weft(impl) else 1.5, label=impl)
+            ax1.plot([p[0] for p in pts], [p[1] / 1e6 for p in pts], **style)
+            ax2.plot([p[0] for p in pts], [p[2] for p in pts], **style)
+        ax1.set_xscale("log")
+        ax1.set_xlabel("threads (N × R), log scale")
+        ax1.set_ylabel("million messages per second")
+        ax1.set_title(f"Ring, N = {n}: throughput (dashed: one CPU)")
+        ax1.grid(True, which="both", alpha=0.3)
+        ax2.set_xscale("log")
+        ax2.set_yscale("log")
+        ax2.set_xlabel("threads (N × R), log scale")
+        ax2.set_ylabel("max RSS, MiB (log scale)")
+        ax2.set_title(f"Ring, N = {n}: memory")
+        ax2.grid(True, which="both", alpha=0.3)
+        ax1.legend(fontsize=8)
+        save(fig, f"ring-n{n}.png", f"ring N={n}", "ring")
+
+    # Other sections: horizontal bars per row, grouped by param.
+    for section in ("baseline", "yield", "spawn", "pingpong", "mutex", "netpingpong", "http"):
+        rs = [r for r in rows if r["section"] == section and r["median"]]
+        if not rs:
+            continue
+        rs.sort(key=lambda r: (r["param"], r["median"]))
+        fig, ax = plt.subplots(figsize=(9, 0.32 * len(rs) + 1.2))
+        labels = [f"{r['impl']}  {r['param']}" for r in rs]
+        vals = [r["median"] for r in rs]
+        ax.barh(range(len(rs)), vals, color=[colour(r["impl"]) for r in rs])
+        ax.set_yticks(range(len(rs)), labels, fontsize=8)
+        ax.invert_yaxis()
+        if max(vals) / max(min(vals), 1e-9) > 50:
+            ax.set_xscale("log")
+        unit = rs[0]["unit"]
+        ax.set_xlabel(f"{unit} ({'lower' if rs[0]['better'] == 'lower' else 'higher'} is better)")
+        ax.set_title(data["sections"].get(section, {}).get("title", section) if section != "http"
+                     else "HTTP requests/s")
+        ax.grid(True, axis="x", which="both", alpha=0.3)
+        save(fig, f"{section}.png", section, section)
+
+    # History of the summary ratios.
+    hist = load_history()
+    if len(hist) >= 2:
+        fig, ax = plt.subplots(figsize=(10, 4.5))
+        keys = sorted({k for h in hist for k in h["summary"]})
+        for k in keys:
+            pts = [(i, h["summary"][k]) for i, h in enumerate(hist) if h["summary"].get(k)]
+            if len(pts) >= 2:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=k)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(hist)), [h["timestamp_utc"][:13] for h in hist], rotation=45,
+                      fontsize=7)
+        ax.set_ylabel("weft ÷ best peer (above 1: weft better)")
+        ax.set_title("Summary ratios over time")
+        ax.legend(fontsize=6, ncol=2)
+        save(fig, "history.png", "history", "history")
+    return images
+
+
+# ---------------------------------------------------------------------------
+# History
+# ---------------------------------------------------------------------------
+
+def load_history() -> list[dict]:
+    try:
+        return json.loads(HISTORY.read_text())
+    except (OSError, ValueError):
+        return []
+
+
+def summary_key(line: dict) -> str:
+    return f"{line['section']} {line['group']}"
+
+
+def update_history(data: dict, lines: list[dict]) -> list[dict]:
+    hist = [h for h in load_history() if h["timestamp_utc"] != data["timestamp_utc"]]
+    rev = data["machine"]["git_rev"]
+    hist.append({"timestamp_utc": data["timestamp_utc"], "git_rev": rev[:12],
+                 "dirty": data["machine"]["git_dirty"], "set": data["config"]["set"],
+                 "host": data["machine"]["host"], "cpu_model": data["machine"]["cpu_model"],
+                 "summary": {summary_key(x): round(x["ratio"], 4) for x in lines if x["ratio"]}})
+    hist = hist[-HISTORY_KEEP:]
+    HISTORY.write_text(json.dumps(hist, indent=1) + "\n")
+    return hist
+
+
+# ---------------------------------------------------------------------------
+# Markdown
+# ---------------------------------------------------------------------------
+
+def fmt_ratio(r: float | None) -> str:
+    return "" if r is None else f"{r:.3g}×"
+
+
+def row_table(rows: list[dict], rounds: int, extra_cols: list[tuple[str, callable]] = ()) -> list[str]:
+    head = "| impl | param | median | spread | runs | " + \
+        "".join(f"{c} | " for c, _ in extra_cols) + "notes |"
+    out = [head, "| --- | --- | ---: | ---: | ---: | " + "---: | " * len(extra_cols) + "--- |"]
+    for r in rows:
+        if r["missing"]:
+            out.append(f"| {r['impl']} | {r['param']} | missing | | 0/{rounds} | "
+                       + "| " * len(extra_cols) + f"{r['missing']} |")
+            continue
+        if not r["median"]:
+            out.append(f"| {r['impl']} | {r['param']} | **failed** | | 0/{rounds} | "
+                       + "| " * len(extra_cols)
+                       + f"{len(r['problems'])} failed run(s); first: {r['problems'][0]} |")
+            continue
+        notes = (f"**{len(r['problems'])} failed run(s)**: {r['problems'][0]}"
+                 if r["problems"] else "")
+        name = f"**{r['impl']}**" if is_weft(r["impl"]) else r["impl"]
+        out.append(f"| {name} | {r['param']} | {fmt_value(r['median'])} {r['unit']} | "
+                   f"{fmt_spread(r['spread'])} | {len(r['samples'])}/{rounds} | "
+                   + "".join(f"{f(r)} | " for _, f in extra_cols) + f"{notes} |")
+    return out
+
+
+def short_rev(rev: str) -> str:
+    return rev[:12] if re.fullmatch("[0-9a-f]{40}", rev) else rev
+
+
+def render_markdown(data: dict, json_path: Path, images: dict[str, str], lines: list[dict],
+                    tgts: list[dict], hist: list[dict]) -> str:
+    m, cfg, secs = data["machine"], data["config"], data["sections"]
+    rounds = cfg["rounds"]
+    md = ["# weft benchmark report", "",
+          f"Produced by `make report{' FULL=1' if cfg['set'] == 'full' else ''}` "
+          f"(`bench/run.py{' --full' if cfg['set'] == 'full' else ''}`) on "
+          f"{data['timestamp_utc']}: {cfg['set']} set, {cfg['driver_seconds']:.0f} s. "
+          f"Raw samples: `bench/results/{json_path.name}` (kept on the machine that ran it).", "",
+          f"Machine: {m['cpu_model']}, {m['nproc']} CPUs, {m.get('memory', '')} memory, Linux "
+          f"{m['kernel']}. {m.get('cc', '')}; {m.get('cxx', '')}; {m.get('go') or 'go: none'}; "
+          f"{m.get('rustc') or 'rustc: none'}; Boost {m.get('boost') or 'none'}; "
+          f"{m.get('nginx') or 'nginx: none'}; {m.get('wrk') or 'wrk: none'}. weft at git "
+          f"{short_rev(m['git_rev'])}{' (with local changes)' if m['git_dirty'] else ''}. Load "
+          f"average {m['loadavg_at_start'][0]:.2f} at the start, {m['loadavg_at_end'][0]:.2f} at "
+          f"the end{' — the machine had other work: read ratios, not absolute numbers' if m['loadavg_at_start'][0] > 0.7 else ''}.",
+          "",
+          f"Method: {cfg['warmup_rounds']} warm-up + {rounds} kept runs of every program, the "
+          f"implementations interleaved (A B C, A B C, ...); medians of the kept runs; spread = "
+          f"(max − min) ÷ median, ⚠ above {SPREAD_FLAG:.0%}. Every program checks its own "
+          f"result and a wrong one fails the run.", "",
+          "## Summary", "",
+          "weft's best variant against the best peer measured in the same run, like with like "
+          "(same number of CPUs); **above 1× weft is better**.", "",
+          "| benchmark | comparison | weft | best peer | weft vs best peer |",
+          "| --- | --- | --- | --- | ---: |"]
+    order = ["baseline", "yield", "spawn", "pingpong", "mutex", "netpingpong", "ring", "http"]
+    lines = sorted(lines, key=lambda x: (order.index(x["section"]) if x["section"] in order else 99,
+                                         x["group"]))
+    for x in lines:
+        w, p = x["weft"], x["peer"]
+        wtxt = f"{w['impl']} {fmt_value(w['median'])} {w['unit']}" if w else "no result"
+        ptxt = f"{p['impl']} {fmt_value(p['median'])} {p['unit']}" if p else \
+            "no peer result" + (f" ({', '.join(x['missing_peers'])} missing)"
+                                if x["missing_peers"] else "")
+        flag = " ⚠" if any(r and (r["spread"] or 0) > SPREAD_FLAG for r in (w, p)) else ""
+        md.append(f"| {x['section']} | {x['group']} | {wtxt} | {ptxt} | "
+                  f"**{fmt_ratio(x['ratio'])}**{flag} |")
+    md += ["", "### Targets", "",
+           "| target | status | ratio (weft better above 1) | weft | peer |",
+           "| --- | --- | ---: | ---: | ---: |"]
+    for t in tgts:
+        if t["status"] == "cannot tell":
+            md.append(f"| {t['target']} | cannot tell ({t['why']}) | | | |")
+            continue
+        md.append(f"| {t['target']} | **{t['status']}**{' (noisy)' if t['noisy'] else ''} | "
+                  f"{t['ratio']:.3g}× (needs ≥ {t['bound']:g}×) | "
+                  f"{fmt_value(t['weft_median'])} {t['unit']} | {t['peer']} "
+                  f"{fmt_value(t['peer_median'])} {t['unit']} |")
+    short = [t for t in tgts if t["status"] == "not met"]
+    if short:
+        md += ["", "Where weft falls short: " + "; ".join(
+            f"{t['target']} ({t['ratio']:.3g}×)" for t in short) + "."]
+
+    # Sections
+    for name in order:
+        rows = [r for r in data["rows"] if r["section"] == name]
+        if not rows:
+            continue
+        if name == "ring":
+            md += ring_section(data, rows, images.get("ring", ""), rounds)
+            continue
+        if name == "http":
+            md += http_section(data, rows, images.get("http", ""), rounds)
+            continue
+        s = secs[name]
+        md += ["", f"## {s['title']}", "", s["how"], "", images.get(name, "")]
+        md += row_table(rows, rounds)
+        md += ["", f"Unit: {s['unit_note']}.", "", f"Pinning: {s['pinning']}"]
+        if s.get("floors"):
+            md += ["", f"{', '.join(s['floors'])}: the floor (a bare stack switch, no scheduler), "
+                       "shown but not counted as the best peer."]
+        notes = s.get("notes") or {}
+        if notes:
+            md += ["", "Printed by the programs:"]
+            md += [f"- {impl}: {t}" for impl, ts in notes.items() for t in ts]
+
+    missing = data.get("missing") or {}
+    if missing:
+        md += ["", "## Missing programs", ""]
+        md += [f"- `{k}`: {v}" for k, v in missing.items()]
+
+    md += ["", "## History", "",
+           f"The summary ratios of the last {min(len(hist), 10)} runs recorded in "
+           "`bench/report/history.json` (one entry per `make report`; 50 kept).", ""]
+    if images.get("history"):
+        md.append(images["history"])
+    keys = [summary_key(x) for x in lines if x["ratio"]]
+    recent = hist[-10:]
+    md.append("| run | set | git | " + " | ".join(keys) + " |")
+    md.append("| --- | --- | --- | " + " | ".join("---:" for _ in keys) + " |")
+    for h in recent:
+        md.append(f"| {h['timestamp_utc']} | {h['set']} | {h['git_rev']}"
+                  f"{'+' if h['dirty'] else ''} | "
+                  + " | ".join(fmt_ratio(h["summary"].get(k)) for k in keys) + " |")
+    return "\n".join(md) + "\n"
+
+
+def ring_section(data: dict, rows: list[dict], images: str, rounds: int) -> list[str]:
+    meta = data["sections"]["ring"]
+    md = ["", "## Ring: R rings of N threads pass a token, M rounds", "",
+          "From the usched seed: in each round one thread of every ring (chosen by the round "
+          "number) sends a token to its right neighbour, every other thread relays what it got "
+          "from its left, the round ends when the token is back. The rings run independently. "
+          "Throughput = N×R×M messages ÷ the time from opening the start gate to the last "
+          "thread's finish (creation not timed); memory = the process's max RSS (wait4). Each "
+          "program checks that every token made exactly N hops and every thread sent M times. "
+          f"M is sized per implementation by the warm-up run for runs of about "
+          f"{meta['target_s']} s.", "", images]
+    md += ["| implementation | CPUs | relay idiom | pinning |", "| --- | --- | --- | --- |"]
+    for im in meta["impls"]:
+        pin = (f"process pinned to CPU {','.join(map(str, im['cpus']))}" if im["cpus"]
+               else "unpinned") + (f"; {' '.join(f'{k}={v}' for k, v in im['env'].items())}"
+                                   if im["env"] else "")
+        md.append(f"| {im['label']} | {im['class']} | {im['idiom']} | {pin} |")
+    for n in meta["ns"]:
+        md += ["", f"### N = {n}", ""]
+        rs = [r for r in rows if r["param"].startswith(f"n={n},")]
+        rs.sort(key=lambda r: (int(r["param"].split("threads=")[1]), r["class"], -(r["median"] or 0)))
+        md += row_table(rs, rounds, [
+            ("M msg/s", lambda r: f"{r['median'] / 1e6:.2f}"),
+            ("max RSS", lambda r: f"{r['rss_mib_median']:,.0f} MiB" if r.get("rss_mib_median")
+             else ""),
+            ("M", lambda r: str(r.get("rounds") or ""))])
+    stops = sorted({(r["impl"], r["missing"]) for r in rows if r["missing"] and "stop" in r["missing"]})
+    if stops:
+        md += ["", "Where implementations stop:"]
+        seen = set()
+        for impl, why in stops:
+            if impl in seen:
+                continue
+            seen.add(impl)
+            md.append(f"- {impl}: {why}")
+    return md
+
+
+def http_section(data: dict, rows: list[dict], images: str, rounds: int) -> list[str]:
+    meta = data["sections"]["http"]
+    rps = [r for r in rows if r["section"] == "http"]
+    p99 = {r["impl"]: r for r in rows if r["section"] == "http-p99"}
+    md = ["", "## HTTP: a static file over keep-alive connections, one server CPU", "",
+          f"GET of a {meta['file_bytes']}-byte file; `{meta['command']}`; every server started "
+          f"afresh per run and checked (status 200, exact body) first; a run with any non-2xx "
+          f"response or socket errors above {meta['socket_error_tolerance']:.2%} of the requests "
+          "fails.", "", images]
+    md += row_table(rps, rounds, [
+        ("p50", lambda r: f"{p99[r['impl']].get('p50_ms') or 0:.2f} ms"),
+        ("p99", lambda r: f"{p99[r['impl']]['median'] or 0:.2f} ms"),
+        ("server CPU", lambda r: f"{(r.get('server_cpu_share') or 0) * 100:.0f}%")])
+    md += ["", "Servers:"] + [f"- {r['impl']}: {r.get('describe', '')}" for r in rps]
+    return md
+
+
+def render(data: dict, json_path: Path) -> Path:
+    OUT.mkdir(parents=True, exist_ok=True)
+    lines = summary_lines(data)
+    tgts = targets(data)
+    hist = update_history(data, lines)
+    images = plots(data)
+    text = render_markdown(data, json_path, images, lines, tgts, hist)
+    if not images:
+        text = text.replace("## Summary", "(matplotlib is not installed: no plots; Debian: "
+                                          "python3-matplotlib)\n\n## Summary", 1)
+    (OUT / "README.md").write_text(text)
+    print(f"report: {(OUT / 'README.md').relative_to(ROOT)}", file=sys.stderr)
+    return OUT / "README.md"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: report.py bench/results/<host>-<timestamp>.json")
+    p = Path(sys.argv[1])
+    render(json.loads(p.read_text()), p)

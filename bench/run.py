@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""run.py — the benchmark driver: builds weft and every peer, runs the
+benchmarks side by side, writes every raw sample to
+bench/results/<host>-<timestamp>.json and renders bench/report/README.md
+with its plots (bench/report.py).
+
+    python3 bench/run.py               # the quick set (what `make report` runs)
+    python3 bench/run.py --full        # the full set (`make report FULL=1`)
+    python3 bench/run.py --only ring,yield --no-build
+    python3 bench/report.py bench/results/<file>.json   # re-render a report
+
+Method, for every section but the ring and HTTP: each program runs
+warm-up + kept rounds times with the implementations interleaved (A B C, A B C,
+...), the warm-up discarded; a program sizes its own timed run after its own
+warm-up (BENCH_TARGET_MS) and checks its own work. The ring: for each (N,
+threads) the implementations are interleaved the same way; the warm-up run
+also sizes the round count M so that a run lasts about RING_TARGET_S; an
+implementation that hits a resource limit (or times out) at some size is
+recorded as stopping there and not run at larger sizes. HTTP: see
+bench/http_bench.py.
+
+The exit status is 1 when a run failed (a wrong result, a crash, a hang);
+missing peers and resource limits are reported, not failures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import build as builder
+import http_bench
+import sections as S
+from benchlib import (LIMIT_EXIT, ROOT, SKIP_EXIT, Row, clean_env, describe_failure,
+                     host_slug, machine_base, run_program)
+
+RUN_TIMEOUT_S = 60            # one micro-benchmark run (normally 1-3 s)
+RING_TIMEOUT_S = 150          # one ring run, creation of up to a million threads included
+RING_SIZING_MSGS = 100_000    # messages in the warm-up run that sizes M
+
+STARTED = time.monotonic()
+
+
+def log(text: str) -> None:
+    print(f"[{time.monotonic() - STARTED:6.1f}s] {text}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------
+# Fixed sections: interleaved rounds of a list of jobs
+# ---------------------------------------------------------------------------
+
+def run_section(sec: S.Section, bins: builder.Binaries, rounds: int, warmup: int,
+                target_ms: int) -> tuple[list[Row], list[dict]]:
+    rows: dict[tuple[str, str], Row] = {}
+
+    def row(impl: str, param: str) -> Row:
+        key = (impl, param)
+        if key not in rows:
+            rows[key] = Row(sec.name, impl, param, better=sec.better,
+                            group=sec.group(impl, param))
+        return rows[key]
+
+    for job in sec.jobs:
+        path, why = bins.lookup(job.kind, job.program)
+        for impl, param in job.rows:
+            row(impl, param).missing = "" if path else why
+    runs: list[dict] = []
+    hung: set[str] = set()
+    for rnd in range(warmup + rounds):
+        kept = rnd >= warmup
+        for job in sec.jobs:                          # interleaved: A B C, A B C, ...
+            path, _ = bins.lookup(job.kind, job.program)
+            if path is None or job.name in hung:
+                continue
+            log(f"{sec.name} round {rnd}{'' if kept else ' (warm-up)'}: {job.name}")
+            env = clean_env({"BENCH_TARGET_MS": str(target_ms), **job.env})
+            run = run_program([str(path)] + job.args, env, job.cpus, RUN_TIMEOUT_S)
+            run.update(section=sec.name, job=job.name, round=rnd, warmup=not kept,
+                       env={k: env[k] for k in sorted(env) if k in job.env or k == "BENCH_TARGET_MS"})
+            runs.append(run)
+            if run["rc"] == SKIP_EXIT:               # cannot run on this machine: missing
+                for impl, param in job.rows:
+                    if not row(impl, param).samples:
+                        row(impl, param).missing = describe_failure(run, RUN_TIMEOUT_S)
+                continue
+            failed = run["rc"] != 0
+            if run["rc"] == "timeout":
+                hung.add(job.name)
+            seen = set()
+            for res in run["results"]:
+                if res.get("bench") != sec.name:
+                    continue
+                r = row(res.get("impl", "?"), res.get("param", "?"))   # unexpected rows shown too
+                seen.add((r.impl, r.param))
+                if r.unit and r.unit != res.get("unit"):
+                    r.problems.append(f"round {rnd}: unit changed from {r.unit} to {res.get('unit')}")
+                    continue
+                r.unit = res.get("unit", "")
+                if kept and not failed:
+                    r.samples.append(res["value"])
+            for impl, param in job.rows:
+                if failed or (impl, param) not in seen:
+                    problem = (describe_failure(run, RUN_TIMEOUT_S) if failed
+                               else "the program printed no result for this row")
+                    row(impl, param).problems.append(f"round {rnd}: {problem}")
+            if rnd == warmup + rounds - 1:
+                sec_notes = NOTES.setdefault(sec.name, {})
+                for impl, text in run["notes"]:
+                    if text not in sec_notes.setdefault(impl, []):
+                        sec_notes[impl].append(text)
+    return list(rows.values()), runs
+
+
+NOTES: dict[str, dict[str, list[str]]] = {}     # section -> impl -> notes printed by programs
+
+
+# ---------------------------------------------------------------------------
+# The ring
+# ---------------------------------------------------------------------------
+
+def ring_rate(run: dict) -> float | None:
+    for res in run["results"]:
+        if res.get("bench") == "ring":
+            return res["value"]
+    return None
+
+
+def run_ring(impls: list[S.RingImpl], sizes: list[int], bins: builder.Binaries, rounds: int,
+             warmup: int, target_s: float) -> tuple[list[Row], list[dict]]:
+    rows: list[Row] = []
+    runs: list[dict] = []
+    for n in S.RING_NS:
+        stopped: dict[str, str] = {}                  # impl -> why it stopped at a smaller size
+        for threads in sizes:
+            param = f"n={n},threads={threads}"
+            cur: dict[str, Row] = {}
+            alive: list[S.RingImpl] = []
+            for im in impls:
+                r = Row("ring", im.label, param, "msg/s", "higher", f"n={n},threads={threads},{im.cls}",
+                        extra={"class": im.cls, "rss_mib": [], "rounds": None})
+                cur[im.label] = r
+                rows.append(r)
+                path, why = bins.lookup(im.kind, im.program)
+                if path is None:
+                    r.missing = why
+                elif im.label in stopped:
+                    r.missing = stopped[im.label]
+                else:
+                    alive.append(im)
+            m_for: dict[str, int] = {}
+            for rnd in range(warmup + rounds):
+                kept = rnd >= warmup
+                for im in list(alive):
+                    r = cur[im.label]
+                    path, _ = bins.lookup(im.kind, im.program)
+                    m = m_for.get(im.label) or max(1, math.ceil(RING_SIZING_MSGS / threads))
+                    cmd = [str(path)] + im.args + ["--n", str(n), "--threads", str(threads),
+                                                   "--rounds", str(m)]
+                    log(f"ring {param} round {rnd}{'' if kept else ' (warm-up)'}: {im.label} M={m}")
+                    run = run_program(cmd, clean_env(im.env), im.cpus, RING_TIMEOUT_S)
+                    run.update(section="ring", job=im.label, round=rnd, warmup=not kept,
+                               env=dict(im.env), n=n, threads=threads, rounds=m)
+                    runs.append(run)
+                    rate = ring_rate(run)
+                    if run["rc"] in (LIMIT_EXIT, "timeout", SKIP_EXIT) or \
+                            (isinstance(run["rc"], int) and run["rc"] < 0 and not r.samples):
+                        # A limit (or a hang or a kill at creation) ends this peer's climb.
+                        why = describe_failure(run, RING_TIMEOUT_S)
+                        r.missing = f"stops at {threads} threads: {why}"
+                        stopped[im.label] = f"stopped at {threads} threads ({why})"
+                        alive.remove(im)
+                        continue
+                    if run["rc"] != 0 or rate is None:
+                        r.problems.append(f"round {rnd}: " + (describe_failure(run, RING_TIMEOUT_S)
+                                                              if run["rc"] != 0 else
+                                                              "no RESULT line"))
+                        continue
+                    if im.label not in m_for:       # the first good run sizes M
+                        m_for[im.label] = max(1, min(10 ** 8, round(target_s * rate / threads)))
+                        r.extra["rounds"] = m_for[im.label]
+                    if kept:
+                        r.samples.append(rate)
+                        r.extra["rss_mib"].append(round(run["max_rss_kib"] / 1024, 1))
+                    log(f"  {rate / 1e6:.2f} M msg/s, max RSS {run['max_rss_kib'] / 1024:.0f} MiB")
+    for r in rows:
+        rss = r.extra["rss_mib"]
+        r.extra["rss_mib_median"] = statistics.median(rss) if rss else None
+    return rows, runs
+
+
+# ---------------------------------------------------------------------------
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--full", action="store_true",
+                    help="the full set: 5 kept rounds, rings up to 1 000 000 threads, 10 s HTTP runs")
+    ap.add_argument("--only", default="",
+                    help="comma-separated sections: baseline,yield,spawn,pingpong,mutex,"
+                         "netpingpong,ring,http")
+    ap.add_argument("--rounds", type=int, help="kept rounds per program (quick 3, full 5)")
+    ap.add_argument("--warmup-rounds", type=int, default=1, help="discarded rounds (default 1)")
+    ap.add_argument("--build-dir", default=str(ROOT / "build"))
+    ap.add_argument("--no-build", action="store_true", help="use the binaries already built")
+    ap.add_argument("--no-report", action="store_true",
+                    help="write the JSON only, leave bench/report/ alone")
+    args = ap.parse_args()
+
+    full = args.full or os.environ.get("FULL", "") not in ("", "0")
+    rounds = args.rounds or (5 if full else 3)
+    target_ms = 400 if full else 250
+    ring_target_s = 0.5 if full else 0.25
+    http_duration = 10 if full else 5
+    ncpu = len(os.sched_getaffinity(0))
+
+    micro = S.micro_sections(ncpu)
+    names = [s.name for s in micro] + ["ring", "http"]
+    wanted = set(args.only.split(",")) if args.only else set(names)
+    unknown = wanted - set(names)
+    if unknown:
+        ap.error(f"unknown section(s): {', '.join(sorted(unknown))}; known: {', '.join(names)}")
+    micro = [s for s in micro if s.name in wanted]
+    impls = S.ring_impls(ncpu)
+    programs = {(j.kind, j.program) for s in micro for j in s.jobs}
+    if "ring" in wanted:
+        programs |= {(im.kind, im.program) for im in impls}
+
+    build_dir = Path(args.build_dir).resolve()
+    bins = builder.build(build_dir, args.no_build, programs)
+    machine = machine_base()
+    machine.update(builder.toolchain(build_dir))
+
+    rows: list[Row] = []
+    runs: list[dict] = []
+    meta: dict = {}
+    for sec in micro:
+        r, x = run_section(sec, bins, rounds, args.warmup_rounds, target_ms)
+        rows += r
+        runs += x
+        meta[sec.name] = {"title": sec.title, "unit_note": sec.unit_note, "how": sec.how,
+                          "pinning": sec.pinning, "better": sec.better, "floors": list(sec.floors),
+                          "notes": NOTES.get(sec.name, {})}
+    if "ring" in wanted:
+        sizes = S.ring_sizes(full)
+        r, x = run_ring(impls, sizes, bins, rounds, args.warmup_rounds, ring_target_s)
+        rows += r
+        runs += x
+        meta["ring"] = {"sizes": sizes, "ns": list(S.RING_NS), "target_s": ring_target_s,
+                        "impls": [{"label": im.label, "class": im.cls, "idiom": im.idiom,
+                                   "cpus": sorted(im.cpus) if im.cpus else None,
+                                   "env": im.env, "args": im.args} for im in impls]}
+    if "http" in wanted:
+        res = http_bench.run_http(build_dir, http_duration, rounds, args.warmup_rounds, 100, log)
+        rows += res["rows"]
+        runs += res["runs"]
+        meta["http"] = res["meta"]
+
+    machine["loadavg_at_end"] = list(os.getloadavg())
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    data = {
+        "schema": "weft-report-1",
+        "timestamp_utc": stamp,
+        "machine": machine,
+        "config": {"set": "full" if full else "quick", "rounds": rounds,
+                   "warmup_rounds": args.warmup_rounds, "target_ms": target_ms,
+                   "sections": [n for n in names if n in wanted],
+                   "driver_seconds": round(time.monotonic() - STARTED, 1)},
+        "build": bins.info,
+        "missing": {f"{k[0]}:{k[1]}": v for k, v in bins.missing.items()},
+        "sections": meta,
+        "rows": [r.to_json() for r in rows],
+        "runs": runs,
+    }
+    out_dir = ROOT / "bench" / "results"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / f"{host_slug(machine['host'])}-{stamp}.json"
+    out.write_text(json.dumps(data, indent=1) + "\n")
+    log(f"raw samples: {out.relative_to(ROOT)}")
+    if not args.no_report:
+        import report
+        report.render(data, out)
+    bad = [f"{r.section} {r.impl} {r.param}: {p}" for r in rows if not r.missing
+           for p in r.problems]
+    for b in bad:
+        print(f"run.py: FAILED {b}", file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""sections.py — what the report measures: every section, the programs that
+feed it, how they are pinned, and which rows are compared with which.
+
+A Section lists Jobs (one program invocation each, printing one RESULT line per
+row it names). bench/run.py runs the jobs of a section interleaved (A B C, A B
+C, ...) for the warm-up and kept rounds. The ring section is different: its
+jobs are generated per (N, thread count, implementation) by ring_plan(), and
+run.py sizes each run's round count itself.
+
+group(impl, param) puts rows that may be compared in one group: the report
+gives weft's ratio to the best peer of each group that has a weft row. Rows of
+a section's `floors` are shown but never count as "the best peer" (Boost.Context
+switches stacks without any scheduler: it is the floor, not a competitor).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+@dataclass
+class Job:
+    """One program invocation; it prints one RESULT line per (impl, param) in rows."""
+    name: str                         # label in logs and result files
+    kind: str                         # "weft" | "peer" | "go" | "rust": where the binary lives
+    program: str                      # binary name
+    rows: list[tuple[str, str]]       # (impl, param) it is expected to print
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    cpus: set[int] | None = None      # process affinity set by the driver, if any
+    label: str = ""                   # ring: the impl name the rows get, whatever the program prints
+
+
+@dataclass
+class Section:
+    name: str
+    title: str
+    unit_note: str
+    better: str                       # "lower" or "higher"
+    how: str                          # one line: how the numbers were produced
+    pinning: str
+    jobs: list[Job]
+    group: Callable[[str, str], str] = lambda impl, param: param
+    floors: tuple[str, ...] = ()
+
+
+TWO = "0,1"
+
+
+def _pingpong_group(impl: str, param: str) -> str:
+    return "one CPU" if param == "cpus=0" else "two CPUs"
+
+
+def _netpingpong_group(impl: str, param: str) -> str:
+    return "one CPU" if param == "cpus=0" else "two CPUs"
+
+
+def micro_sections(ncpu: int) -> list[Section]:
+    return [
+        Section(
+            "baseline", "Kernel baselines: ns per switch between two kernel threads",
+            "ns per switch (lower is better); a round trip is two switches", "lower",
+            "Two kernel threads hand a token back and forth through a pipe (read/write), a futex "
+            "(FUTEX_WAKE + FUTEX_WAIT, nobody spins), or take turns calling sched_yield(); the "
+            "time of a run ÷ the number of switches.",
+            "cpus=0: both threads pinned to CPU 0 (every hand-off is a context switch on one "
+            "CPU). unpinned: the kernel places the two threads (normally one per CPU: every "
+            "hand-off is a cross-CPU wake-up). sched_yield: both threads pinned to CPU 0.",
+            [
+                Job("kernel_baseline_pingpong", "peer", "kernel_pingpong",
+                    [("kernel-futex", "cpus=0"), ("kernel-futex", "unpinned"),
+                     ("kernel-pipe", "cpus=0"), ("kernel-pipe", "unpinned")],
+                    args=["--bench=baseline", "--layout=cpus=0", "--layout=unpinned",
+                          "futex", "pipe"]),
+                Job("kernel_baseline_yield", "peer", "kernel_yield",
+                    [("kernel-sched_yield", "cpus=0")], args=["--bench=baseline"]),
+            ],
+            group=lambda impl, param: "kernel"),
+        Section(
+            "yield", "Yield: ns per yield, all threads on one core",
+            "ns per yield (lower is better)", "lower",
+            "k threads on one core each yield in a loop; run time ÷ total yields. Each program "
+            "checks that (nearly) every yield handed the core to another thread.",
+            "weft: one vcore (weft_config.vcores = 1; a vcore is pinned to its CPU). "
+            "Boost.Fiber, Boost.Context and the C++20 coroutines: the one thread pinned to CPU 0. "
+            "Go: GOMAXPROCS=1 and the process pinned to CPU 0 (as `taskset -c 0`). "
+            "sched_yield: every pthread pinned to CPU 0.",
+            [
+                Job("weft_yield", "weft", "weft_yield",
+                    [("weft", "threads=2"), ("weft", "threads=100"), ("weft", "threads=10000")]),
+                Job("boost_fiber_yield", "peer", "boost_fiber_yield",
+                    [("boost.fiber", "threads=2"), ("boost.fiber", "threads=100"),
+                     ("boost.fiber", "threads=10000")]),
+                Job("boost_context_yield", "peer", "boost_context_yield",
+                    [("boost.context", "threads=2"), ("boost.context", "threads=100"),
+                     ("boost.context", "threads=10000")]),
+                Job("coro_yield", "peer", "coro_bench",
+                    [("c++20-coro", "threads=2"), ("c++20-coro", "threads=100"),
+                     ("c++20-coro", "threads=10000")], args=["yield"], cpus={0}),
+                Job("go_yield", "go", "gobench",
+                    [("go", "threads=2"), ("go", "threads=100"), ("go", "threads=10000")],
+                    args=["yield"], env={"GOMAXPROCS": "1"}, cpus={0}),
+                Job("kernel_yield", "peer", "kernel_yield",
+                    [("kernel-sched_yield", "threads=2"), ("kernel-sched_yield", "threads=100"),
+                     ("kernel-sched_yield", "threads=10000")]),
+            ],
+            floors=("boost.context",)),
+        Section(
+            "spawn", "Spawn: ns per spawn + join of an empty thread",
+            "ns per spawn+join (lower is better)", "lower",
+            "A parent creates an empty thread and waits for it, one at a time (join=each) or "
+            "in batches of 1000; run time ÷ threads.",
+            f"No pinning. weft: all vcores ({ncpu} here); the spawner is a uthread, except "
+            "from=main (main is an ordinary kernel thread). pthread: default attributes. Go: "
+            "default GOMAXPROCS, go func + WaitGroup.Wait per spawn or per 1000. Boost.Fiber: one "
+            "thread, round_robin, from the main fiber. C++20: the parent coroutine co_awaits each "
+            "child task.",
+            [
+                Job("weft_spawn", "weft", "weft_spawn",
+                    [("weft", "join=each"), ("weft", "join=batch1000"),
+                     ("weft", "join=each,from=main")]),
+                Job("kernel_spawn", "peer", "kernel_spawn", [("pthread", "join=each")]),
+                Job("go_spawn", "go", "gobench", [("go", "join=each"), ("go", "join=batch1000")],
+                    args=["spawn"]),
+                Job("boost_fiber_spawn", "peer", "boost_fiber_spawn",
+                    [("boost.fiber", "join=each")]),
+                Job("coro_spawn", "peer", "coro_bench", [("c++20-coro", "join=each")],
+                    args=["spawn"], cpus={0}),
+            ],
+            group=lambda impl, param: param.replace(",from=main", "")),
+        Section(
+            "pingpong", "Ping-pong: round trip between two threads on two cores",
+            "ns per round trip (lower is better); a round trip is two hand-offs", "lower",
+            "Two threads hand a token back and forth; run time ÷ round trips.",
+            "weft: A WEFT_PINNED to vcore 0, B to vcore 1. kernel: A pinned to CPU 0, B to CPU 1 "
+            "(cpus=0,1) or also to CPU 0 (cpus=0). The futex variant makes a FUTEX_WAKE and a "
+            "FUTEX_WAIT on every hand-off; kernel-futex-spin spins up to 4000 pauses before it "
+            "waits (weft's idle vcores also spin before they park). Go: GOMAXPROCS=2, two "
+            "goroutines on two unbuffered channels, unpinned.",
+            [
+                Job("weft_pingpong", "weft", "weft_pingpong",
+                    [("weft-park", "cpus=0,1"), ("weft-condvar", "cpus=0,1")]),
+                Job("kernel_pingpong", "peer", "kernel_pingpong",
+                    [("kernel-futex", "cpus=0,1"), ("kernel-pipe", "cpus=0,1"),
+                     ("kernel-futex-spin", "cpus=0,1"),
+                     ("kernel-futex", "cpus=0"), ("kernel-pipe", "cpus=0")]),
+                Job("go_pingpong", "go", "gobench", [("go", "gomaxprocs=2")],
+                    args=["pingpong"], env={"GOMAXPROCS": "2"}),
+            ],
+            group=_pingpong_group),
+        Section(
+            "mutex", "Mutex: contended lock/unlock, 4 threads, short critical section",
+            "ns per acquisition = wall time ÷ total acquisitions (lower is better)", "lower",
+            "4 threads each take a lock, bump a shared counter and release it in a loop.",
+            "weft: 4 uthreads started on vcore i % vcores (WEFT_ON_VCORE), with the library's "
+            "default spin and with WEFT_MUTEX_SPIN=0. pthread: 4 unpinned pthreads, "
+            "PTHREAD_MUTEX_NORMAL and PTHREAD_MUTEX_ADAPTIVE_NP.",
+            [
+                Job("weft_mutex", "weft", "weft_mutex", [("weft", "threads=4,spin=default")]),
+                Job("weft_mutex_nospin", "weft", "weft_mutex", [("weft", "threads=4,spin=0")],
+                    env={"WEFT_MUTEX_SPIN": "0"}),
+                Job("kernel_mutex", "peer", "kernel_mutex",
+                    [("pthread", "threads=4,kind=normal"), ("pthread", "threads=4,kind=adaptive")]),
+            ],
+            group=lambda impl, param: "threads=4"),
+        Section(
+            "netpingpong", "Netpoller: 1-byte pipe ping-pong, round trip",
+            "ns per round trip (lower is better); each hand-off wakes a reader parked on an "
+            "empty pipe", "lower",
+            "Two threads bounce one byte over two pipes; weft's readers park in the netpoller.",
+            "weft: WEFT_VCORES=1 (cpus=0) and WEFT_VCORES=2 (A WEFT_PINNED to vcore 0, B to vcore "
+            "1: cpus=0,1), under WEFT_POLLER=epoll and uring. kernel-pipe: blocking read/write, "
+            "both pinned to CPU 0, pinned to CPUs 0 and 1, and unpinned.",
+            [
+                Job("weft_netpingpong_epoll_1", "weft", "weft_netpingpong",
+                    [("weft-epoll", "cpus=0")], env={"WEFT_POLLER": "epoll", "WEFT_VCORES": "1"}),
+                Job("weft_netpingpong_epoll_2", "weft", "weft_netpingpong",
+                    [("weft-epoll", "cpus=0,1")], env={"WEFT_POLLER": "epoll", "WEFT_VCORES": "2"}),
+                Job("weft_netpingpong_uring_1", "weft", "weft_netpingpong",
+                    [("weft-io_uring", "cpus=0")], env={"WEFT_POLLER": "uring", "WEFT_VCORES": "1"}),
+                Job("weft_netpingpong_uring_2", "weft", "weft_netpingpong",
+                    [("weft-io_uring", "cpus=0,1")],
+                    env={"WEFT_POLLER": "uring", "WEFT_VCORES": "2"}),
+                Job("kernel_pipe_pingpong", "peer", "kernel_pingpong",
+                    [("kernel-pipe", "cpus=0"), ("kernel-pipe", "cpus=0,1"),
+                     ("kernel-pipe", "unpinned")],
+                    args=["--bench=netpingpong", "--layout=cpus=0", "--layout=cpus=0,1",
+                          "--layout=unpinned", "pipe"]),
+            ],
+            group=_netpingpong_group),
+    ]
+
+
+# ---------------------------------------------------------------------------
+# The ring benchmark (bench/README.md: the contract every implementation follows)
+# ---------------------------------------------------------------------------
+
+ONE_CPU = "one CPU"
+ALL_CPUS = "all CPUs"
+
+
+@dataclass
+class RingImpl:
+    label: str          # impl name in the report
+    cls: str            # ONE_CPU or ALL_CPUS: compared within its class
+    kind: str
+    program: str
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    cpus: set[int] | None = None
+    idiom: str = ""     # one line for the report
+
+
+def ring_impls(ncpu: int) -> list[RingImpl]:
+    return [
+        RingImpl("weft-1vcore", ONE_CPU, "weft", "weft_ring", env={"WEFT_VCORES": "1"},
+                 idiom="weft_park/weft_unpark on a one-slot mailbox per uthread (a full "
+                       "slot parks the sender); ring r starts on vcore r % vcores "
+                       "(WEFT_ON_VCORE)"),
+        RingImpl(f"weft-{ncpu}vcores", ALL_CPUS, "weft", "weft_ring",
+                 env={"WEFT_VCORES": str(ncpu)}, idiom="as weft-1vcore, all vcores"),
+        RingImpl("go-gomaxprocs1", ONE_CPU, "go", "gobench", args=["ring"],
+                 env={"GOMAXPROCS": "1"}, cpus={0},
+                 idiom="goroutines joined by unbuffered channels"),
+        RingImpl(f"go-gomaxprocs{ncpu}", ALL_CPUS, "go", "gobench", args=["ring"],
+                 env={"GOMAXPROCS": str(ncpu)}, idiom="as go-gomaxprocs1"),
+        RingImpl("boost.fiber-1thread", ONE_CPU, "peer", "boost_fiber_ring",
+                 args=["--workers", "1"], cpus={0},
+                 idiom="fibers joined by Boost.Fiber channels, round_robin scheduler"),
+        RingImpl(f"boost.fiber-ws{ncpu}", ALL_CPUS, "peer", "boost_fiber_ring",
+                 args=["--workers", str(ncpu)],
+                 idiom=f"the same on {ncpu} threads with the work_stealing algorithm"),
+        RingImpl("c++20-coro", ONE_CPU, "peer", "coro_bench", args=["ring"], cpus={0},
+                 idiom="stackless coroutines, one-slot mailbox, symmetric transfer "
+                       "(bench/peers/cpp/coro.hpp)"),
+        RingImpl("tokio-current-thread", ONE_CPU, "rust", "ringbench",
+                 args=["--runtime", "current"], cpus={0},
+                 idiom="async tasks joined by tokio mpsc channels of capacity 1"),
+        RingImpl("tokio-multi-thread", ALL_CPUS, "rust", "ringbench",
+                 args=["--runtime", "multi", "--workers", str(ncpu)],
+                 idiom=f"the same on tokio's multi-thread runtime, {ncpu} workers"),
+        RingImpl("pthread", ALL_CPUS, "peer", "kernel_ring",
+                 idiom="one pthread per ring member (default attributes), a one-slot "
+                       "mailbox guarded by two semaphores (full, empty)"),
+    ]
+
+
+def ring_sizes(full: bool) -> list[int]:
+    """Total thread counts N×R (multiples of 8, so both N = 2 and N = 8 divide them)."""
+    return ([16, 128, 1000, 10000, 100000, 1000000] if full
+            else [16, 1000, 10000, 100000])
+
+
+RING_NS = (2, 8)
