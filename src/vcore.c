@@ -51,8 +51,11 @@
  *      calls sched_entry once more. Against step 1 this is Dekker's pattern:
  *      either the kicker sees nspinning == 0 with us parked and wakes us, or
  *      our re-check sees its work. If the re-check finds work we take
- *      ourselves off the idle list (or, if a kicker already did, we accept
- *      being its spinner), so no wake-up is lost and none is counted twice.
+ *      ourselves off the idle list and kick again as in step 2: kickers
+ *      that saw us spinning left their work to us, and the re-check runs
+ *      only the first uthread it finds. (If a kicker already took us off
+ *      the list, we accept being its spinner and leave as step 2 says.) So
+ *      no wake-up is lost and none is counted twice.
  *   4. Work only one vcore may run (a WEFT_PINNED uthread) uses
  *      weft_vcore_wake(id), which wakes that vcore even if others spin.
  * One parked vcore at a time sleeps with a timeout: the nearest timer
@@ -476,12 +479,12 @@ static WEFT__NOINLINE void kick_slow(int hint)
         vc = weft__rt.idle;
     if (vc)
         idle_remove_locked(vc);
-    weft__spin_unlock(&weft__rt.idle_lock);
-    if (!vc) {
+    else /* nobody to wake: uncount before anyone can join the idle list, or
+          * a kicker could mistake our count for a spinner while it parks */
         atomic_fetch_sub(&weft__rt.nspinning, 1);
-        return;
-    }
-    vcore_signal(vc); /* it wakes as the spinner we counted */
+    weft__spin_unlock(&weft__rt.idle_lock);
+    if (vc)
+        vcore_signal(vc); /* it wakes as the spinner we counted */
 }
 
 void weft_vcore_kick(int hint)
@@ -522,7 +525,11 @@ void weft__vcore_became_busy(struct weft__vcore *vc)
             idle_remove_locked(vc);
         weft__spin_unlock(&weft__rt.idle_lock);
         if (was_parked) {
+            /* We left the spinning count before finding this work, so the
+             * step 2 kick is ours to make: other work queued while we spun
+             * may be waiting on a parked vcore's queue. */
             set_idle(vc, WEFT__BUSY);
+            weft_vcore_kick(-1);
             return;
         }
         /* A kicker took us off the list and counted us as its spinner. */

@@ -16,8 +16,18 @@
  *    Only while the victim vcore is busy (weft_vcore_busy()), and
  *    never when the thief is about to park (weft_vcore_parking()): nothing
  *    may wait on a vcore that could be busy for long.
+ *  - A uthread that has run before (WS_RAN), woken by a uthread (or vcore
+ *    context) of its own vcore, goes to that vcore's one-slot `next`
+ *    instead (Go's runnext; fresh spawns keep their FIFO order): it runs at the
+ *    vcore's next decision, while what its waker just wrote for it is still
+ *    in cache. A thread it displaces goes to the back of the queue. At most
+ *    NEXT_CHAIN decisions in a row are taken from `next`, then the front of
+ *    the queue runs: two uthreads waking each other cannot starve the rest.
+ *    For thieves `next` is one more queued uthread (it counts in the length
+ *    they look at, and a lone one is left alone as above).
  * Each queue is a singly linked list under its own spinlock; len is read
- * without the lock to choose victims and to skip empty queues.
+ * without the lock to choose victims and to skip empty queues. `next` is
+ * taken with an atomic exchange by whoever runs it.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -30,7 +40,13 @@ struct rq {
     weft_spinlock_t lock;            /* head, tail, len */
     _Atomic unsigned len;            /* written under lock, read anywhere */
     struct weft_uthread *head, *tail;/* linked by weft_uthread_link()->next */
+    struct weft_uthread *_Atomic next; /* runs next; exchanged, no lock */
+    unsigned chain;                  /* decisions in a row taken from next;
+                                        owned by this queue's vcore */
 } __attribute__((aligned(64)));
+
+#define NEXT_CHAIN 16
+#define WS_RAN 1u  /* sched_flags: the uthread has been picked to run before */
 
 static struct rq *rqs;               /* one per vcore; fixed between init and fini */
 static int nrq;
@@ -79,6 +95,13 @@ static struct weft_uthread *pop(struct rq *q)
     return t;
 }
 
+/* queued() is what v holds for a thief: its queue and its next slot. */
+static unsigned queued(int v)
+{
+    return atomic_load_explicit(&rqs[v].len, memory_order_relaxed) +
+           (atomic_load_explicit(&rqs[v].next, memory_order_relaxed) != NULL);
+}
+
 /* steal_half() moves about half of v's stealable uthreads from its front to
  * a private list; returns the first, links the rest in *rest. */
 static struct weft_uthread *steal_half(struct rq *v, struct weft_uthread **rest, unsigned *nrest)
@@ -122,6 +145,8 @@ static struct weft_uthread *steal_half(struct rq *v, struct weft_uthread **rest,
 static struct weft_uthread *steal_from(struct rq *v, int me)
 {
     struct weft_uthread *rest, *first = steal_half(v, &rest, &(unsigned){ 0 });
+    if (!first) /* nothing stealable queued: its next (never a pinned one) */
+        return atomic_exchange_explicit(&v->next, NULL, memory_order_acquire);
     if (rest) {
         struct rq *q = &rqs[me];
         weft_spin_lock(&q->lock);
@@ -143,7 +168,7 @@ static struct weft_uthread *steal_from(struct rq *v, int me)
 static bool may_steal(int me, int v)
 {
     struct lone *l = &lones[me];
-    unsigned len = atomic_load_explicit(&rqs[v].len, memory_order_relaxed);
+    unsigned len = queued(v);
     if (len != 1) {
         if (l->victim == v)
             l->victim = -1; /* emptied (or grew): start counting afresh next time */
@@ -166,8 +191,7 @@ static struct weft_uthread *steal(int me)
     int b = (int)(weft_sched_rand() % (unsigned)(nrq - 1));
     a += a >= me;
     b += b >= me;
-    if (atomic_load_explicit(&rqs[b].len, memory_order_relaxed) >
-        atomic_load_explicit(&rqs[a].len, memory_order_relaxed)) {
+    if (queued(b) > queued(a)) {
         int t = a;
         a = b;
         b = t;
@@ -183,14 +207,33 @@ static struct weft_uthread *steal(int me)
     return t;
 }
 
+/* take_next() takes q's next slot, if anything is there. */
+static struct weft_uthread *take_next(struct rq *q)
+{
+    if (!atomic_load_explicit(&q->next, memory_order_relaxed))
+        return NULL;
+    return atomic_exchange_explicit(&q->next, NULL, memory_order_acquire);
+}
+
 static void sched_entry_ws(void)
 {
     int me = weft_vcore_id();
-    struct weft_uthread *t = pop(&rqs[me]);
+    struct rq *q = &rqs[me];
+    struct weft_uthread *t = NULL;
+    if (q->chain < NEXT_CHAIN && (t = take_next(q)) != NULL) {
+        q->chain++;
+    } else {
+        q->chain = 0;
+        t = pop(q);
+        if (!t)
+            t = take_next(q);
+    }
     if (!t)
         t = steal(me);
-    if (t)
+    if (t) {
+        weft_uthread_link(t)->sched_flags |= WS_RAN; /* ours until it runs */
         weft_run_uthread(t);
+    }
 }
 
 static int home_of(struct weft_uthread *t)
@@ -209,6 +252,14 @@ static void thread_runnable_ws(struct weft_uthread *t)
     int v = home_of(t);
     bool pinned = weft_uthread_link(t)->flags & WEFT_PINNED;
     struct rq *q = &rqs[v];
+    if (!pinned && (weft_uthread_link(t)->sched_flags & WS_RAN) && v == weft_vcore_id()) {
+        /* Woken on its own vcore: run it next (a thief may take it first). */
+        t = atomic_exchange_explicit(&q->next, t, memory_order_acq_rel);
+        if (!t) {
+            weft_vcore_kick(v);
+            return;
+        }
+    }
     weft_spin_lock(&q->lock);
     push_locked(q, t);
     weft_spin_unlock(&q->lock); /* t may run, even finish, elsewhere from here on */
@@ -232,6 +283,13 @@ static void thread_paused_ws(struct weft_uthread *t)
 static struct weft_uthread *thread_yield_ws(struct weft_uthread *t)
 {
     struct rq *q = &rqs[weft_uthread_link(t)->vcore]; /* it just ran here */
+    struct weft_uthread *n = take_next(q);
+    if (n) { /* someone woken here runs before the yielder gets back */
+        weft_spin_lock(&q->lock);
+        push_locked(q, t);
+        weft_spin_unlock(&q->lock);
+        return n;
+    }
     weft_spin_lock(&q->lock);
     struct weft_uthread *next = q->head;
     if (next) {
@@ -258,6 +316,8 @@ static int init_ws(int nvcores)
         atomic_init(&rqs[i].len, 0);
         lones[i] = (struct lone){ .victim = -1 };
         rqs[i].head = rqs[i].tail = NULL;
+        atomic_init(&rqs[i].next, NULL);
+        rqs[i].chain = 0;
     }
     nrq = nvcores;
     return 0;
