@@ -360,6 +360,7 @@ def render_markdown(data: dict, json_path: Path, images: dict[str, str], lines: 
             md += ring_section(data, rows, images.get("ring", ""), rounds)
             continue
         if name == "http":
+            rows += [r for r in data["rows"] if r["section"] == "http-p99"]
             md += http_section(data, rows, images.get("http", ""), rounds)
             continue
         s = secs[name]

@@ -6,9 +6,12 @@
  * every yield is a switch from one uthread to the next on the same core
  * through vcore context and the scheduler. A coordinator uthread spawns the
  * workers (they cannot run before it blocks: there is only one vcore), takes
- * the start time and joins them; the worker that finishes last takes the end
- * time, so the joins (each frees a stack, which past the caches is a munmap:
- * most of the run at 10 000 uthreads) are not timed. Each worker yields n
+ * the start time and waits on a weft_wg_t that every worker marks done after
+ * its last yield; the worker that finishes last takes the end time. Only
+ * then does it join them, so the joins (each frees a stack, which past the
+ * caches is a munmap: most of the run at 10 000 uthreads) are not timed (a
+ * coordinator joining as workers finish would run them, woken straight
+ * after each exit, in the middle of the others' yields). Each worker yields n
  * times and counts
  * handovers (the uthread that ran last was another one), which checks that
  * weft_yield() really switched instead of returning at once. With 10 000
@@ -35,6 +38,7 @@ static atomic_uint_fast64_t handovers;    /* yields after which another worker h
 static atomic_int wrong_vcore;            /* workers seen off vcore 0 */
 static atomic_int running;                /* workers not yet done with their yields */
 static _Atomic uint64_t end_ns;           /* taken by the last of them */
+static weft_wg_t all_done = WEFT_WG_INIT; /* the coordinator waits here before joining */
 
 static void *worker(void *arg)
 {
@@ -50,6 +54,7 @@ static void *worker(void *arg)
     }
     if (atomic_fetch_sub(&running, 1) == 1)
         atomic_store(&end_ns, bench_now_ns());
+    weft_wg_done(&all_done);
     if (weft_vcore_id() != 0)
         atomic_fetch_add(&wrong_vcore, 1);
     atomic_fetch_add(&handovers, h);
@@ -70,9 +75,11 @@ static uint64_t run_yield(void *arg, uint64_t n)
     atomic_store(&last_runner, NULL);
     atomic_store(&handovers, 0);
     atomic_store(&running, c->nthreads);
+    bench_check_rc(weft_wg_add(&all_done, c->nthreads));
     for (int i = 0; i < c->nthreads; i++)
         bench_check_rc(weft_spawn(&c->workers[i], NULL, worker, (void *)(uintptr_t)n));
     t0 = bench_now_ns();
+    bench_check_rc(weft_wg_wait(&all_done));
     for (int i = 0; i < c->nthreads; i++) {
         void *r;
         bench_check_rc(weft_join(c->workers[i], &r));
