@@ -16,9 +16,11 @@
  *    Only while the victim vcore is busy (weft_vcore_busy()), and
  *    never when the thief is about to park (weft_vcore_parking()): nothing
  *    may wait on a vcore that could be busy for long.
- *  - A uthread that has run before (WS_RAN), woken by a uthread (or vcore
- *    context) of its own vcore, goes to that vcore's one-slot `next`
- *    instead (Go's runnext; fresh spawns keep their FIFO order): it runs at the
+ *  - A uthread that has run before (WS_RAN), woken by a uthread running on
+ *    its own vcore, goes to that vcore's one-slot `next` instead (Go's
+ *    runnext; fresh spawns keep their FIFO order, and wake-ups from vcore
+ *    context, which come in batches in deadline or event order (alarms,
+ *    the poller), keep theirs): it runs at the
  *    vcore's next decision, while what its waker just wrote for it is still
  *    in cache. A thread it displaces goes to the back of the queue. At most
  *    NEXT_CHAIN decisions in a row are taken from `next`, then the front of
@@ -252,7 +254,8 @@ static void thread_runnable_ws(struct weft_uthread *t)
     int v = home_of(t);
     bool pinned = weft_uthread_link(t)->flags & WEFT_PINNED;
     struct rq *q = &rqs[v];
-    if (!pinned && (weft_uthread_link(t)->sched_flags & WS_RAN) && v == weft_vcore_id()) {
+    if (!pinned && (weft_uthread_link(t)->sched_flags & WS_RAN) && v == weft_vcore_id() &&
+        weft_self() != NULL) {
         /* Woken on its own vcore: run it next (a thief may take it first). */
         t = atomic_exchange_explicit(&q->next, t, memory_order_acq_rel);
         if (!t) {
