@@ -382,10 +382,12 @@ int weft_unpark(weft_t t)
 {
     if (!t)
         return EINVAL;
-    int s = atomic_load(&t->park);
+    /* Always an RMW, even when a token is already there (TOKEN -> TOKEN): a
+     * plain load seeing TOKEN could be ordered before the caller's store to
+     * the condition the parker re-checks, and the parker could consume that
+     * token, miss the store and park for good (store buffering). */
+    int s = atomic_load_explicit(&t->park, memory_order_relaxed);
     for (;;) {
-        if (s == WEFT__PARK_TOKEN)
-            return 0;
         int next = s == WEFT__PARK_PARKED ? WEFT__PARK_NONE : WEFT__PARK_TOKEN;
         if (atomic_compare_exchange_weak(&t->park, &s, next))
             break;
