@@ -49,6 +49,7 @@
  * Exit: 0 measured, 1 FAIL, 2 bad command line, 75 a spawn failed (LIMIT).
  */
 #include "bench.h"
+#include "ring_args.h"
 
 #include <limits.h>
 #include <stdatomic.h>
@@ -60,7 +61,6 @@
  * WAITING when the sender found it full and parks until it is emptied. */
 #define WAITING    0x80000000u
 #define GATE_TOKEN 0x7fffffffu   /* the gate's message: values on the ring are 1..N */
-#define MAX_N      (1u << 30)
 
 /* One uthread's mailbox. Rings are laid out one after another, each padded
  * to whole cache lines, so neighbouring rings (on different vcores) share no
@@ -231,77 +231,26 @@ static void *cond_thread(void *arg)
 
 /* ---- command line ------------------------------------------------------------ */
 
-static _Noreturn void usage(const char *argv0, const char *fmt, const char *what)
-{
-    fprintf(stderr, "%s: ", argv0);
-    fprintf(stderr, fmt, what);
-    fprintf(stderr, "\nusage: %s --n N --threads T --rounds M [--sync park|condvar]\n"
-            "  N >= 2, T a positive multiple of N, M >= 1; vcores from WEFT_VCORES\n",
-            argv0);
-    exit(2);
-}
-
-/* parse_count() reads a decimal count in [min, max] for option opt. */
-static uint64_t parse_count(const char *argv0, const char *opt, const char *s, uint64_t min,
-                            uint64_t max)
-{
-    char *end;
-    if (!s || *s < '0' || *s > '9')
-        usage(argv0, "bad value for %s", opt);
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v < min || v > max)
-        usage(argv0, "bad value for %s", opt);
-    return v;
-}
+static const struct ring_cli cli = {
+    .usage = "--n N --threads T --rounds M [--sync park|condvar]   (vcores: WEFT_VCORES)",
+    .extra_opt = "--sync",
+    .extra_dflt = "park",
+    .no_workers = "%s: weft takes its vcores from WEFT_VCORES, not --workers",
+};
 
 int main(int argc, char **argv)
 {
-    const char *argv0 = argv[0];
-    const char *sn = NULL, *st = NULL, *sm = NULL, *ss = "park";
-
-    for (int a = 1; a < argc; a++) {
-        const char *opt = argv[a], *val, *eq = strchr(opt, '=');
-        size_t len = eq ? (size_t)(eq - opt) : strlen(opt);
-        const char **dst = NULL;
-        if (len == 3 && strncmp(opt, "--n", 3) == 0)
-            dst = &sn;
-        else if (len == 9 && strncmp(opt, "--threads", 9) == 0)
-            dst = &st;
-        else if (len == 8 && strncmp(opt, "--rounds", 8) == 0)
-            dst = &sm;
-        else if (len == 6 && strncmp(opt, "--sync", 6) == 0)
-            dst = &ss;
-        else if (len == 9 && strncmp(opt, "--workers", 9) == 0)
-            usage(argv0, "%s: weft takes its vcores from WEFT_VCORES, not --workers", opt);
-        else
-            usage(argv0, "unknown option %s", opt);
-        if (eq)
-            val = eq + 1;
-        else if (a + 1 < argc)
-            val = argv[++a];
-        else
-            usage(argv0, "%s needs a value", opt);
-        *dst = val;
-    }
-    if (!sn)
-        usage(argv0, "%s is required", "--n");
-    if (!st)
-        usage(argv0, "%s is required", "--threads");
-    if (!sm)
-        usage(argv0, "%s is required", "--rounds");
-    /* Values on the ring go up to N (an int); T*M must not overflow. */
-    g.n = (size_t)parse_count(argv0, "--n", sn, 2, MAX_N);
-    g.threads = (size_t)parse_count(argv0, "--threads", st, 1, INT_MAX);
-    g.rounds = parse_count(argv0, "--rounds", sm, 1, (uint64_t)1 << 40);
-    if (g.threads % g.n)
-        usage(argv0, "%s must be a positive multiple of --n", "--threads");
-    if (strcmp(ss, "park") == 0)
+    struct ring_args ra;
+    ring_args_parse(argc, argv, &cli, &ra);
+    g.n = ra.n;
+    g.threads = ra.threads;
+    g.rounds = ra.rounds;
+    if (strcmp(ra.extra, "park") == 0)
         g.sync = SYNC_PARK;
-    else if (strcmp(ss, "condvar") == 0)
+    else if (strcmp(ra.extra, "condvar") == 0)
         g.sync = SYNC_CONDVAR;
     else
-        usage(argv0, "bad value for %s (park or condvar)", "--sync");
+        ring_usage(argv[0], &cli, "bad value for %s (park or condvar)", "--sync");
     g.rings = g.threads / g.n;
 
     const char *impl = g.sync == SYNC_PARK ? "weft" : "weft-condvar";

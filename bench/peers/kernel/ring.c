@@ -38,13 +38,13 @@
  * Exit: 0 measured, 1 FAIL, 2 bad command line, 75 thread creation failed.
  */
 #include "bench.h"
+#include "ring_args.h"
 
 #include <limits.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 
 #define GATE_TOKEN 0x7fffffffu   /* the gate's message: values on the ring are 1..N */
-#define MAX_N      (1u << 30)
 
 struct box {
     sem_t full;               /* a value is in val */
@@ -131,68 +131,18 @@ static void *ring_thread(void *arg)
     return (void *)(uintptr_t)sends;
 }
 
-/* ---- command line ------------------------------------------------------------ */
-
-static _Noreturn void usage(const char *argv0, const char *fmt, const char *what)
-{
-    fprintf(stderr, "%s: ", argv0);
-    fprintf(stderr, fmt, what);
-    fprintf(stderr, "\nusage: %s --n N --threads T --rounds M\n"
-            "  N >= 2, T a positive multiple of N, M >= 1\n", argv0);
-    exit(2);
-}
-
-static uint64_t parse_count(const char *argv0, const char *opt, const char *s, uint64_t min,
-                            uint64_t max)
-{
-    char *end;
-    if (!s || *s < '0' || *s > '9')
-        usage(argv0, "bad value for %s", opt);
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v < min || v > max)
-        usage(argv0, "bad value for %s", opt);
-    return v;
-}
+static const struct ring_cli cli = {
+    .usage = "--n N --threads T --rounds M",
+    .no_workers = "%s: one kernel thread per ring member, there are no workers",
+};
 
 int main(int argc, char **argv)
 {
-    const char *argv0 = argv[0];
-    const char *sn = NULL, *st = NULL, *sm = NULL;
-
-    for (int a = 1; a < argc; a++) {
-        const char *opt = argv[a], *val, *eq = strchr(opt, '=');
-        size_t len = eq ? (size_t)(eq - opt) : strlen(opt);
-        const char **dst = NULL;
-        if (len == 3 && strncmp(opt, "--n", 3) == 0)
-            dst = &sn;
-        else if (len == 9 && strncmp(opt, "--threads", 9) == 0)
-            dst = &st;
-        else if (len == 8 && strncmp(opt, "--rounds", 8) == 0)
-            dst = &sm;
-        else if (len == 9 && strncmp(opt, "--workers", 9) == 0)
-            usage(argv0, "%s: one kernel thread per ring member, there are no workers", opt);
-        else
-            usage(argv0, "unknown option %s", opt);
-        if (eq)
-            val = eq + 1;
-        else if (a + 1 < argc)
-            val = argv[++a];
-        else
-            usage(argv0, "%s needs a value", opt);
-        *dst = val;
-    }
-    if (!sn)
-        usage(argv0, "%s is required", "--n");
-    if (!st)
-        usage(argv0, "%s is required", "--threads");
-    if (!sm)
-        usage(argv0, "%s is required", "--rounds");
-    g.n = (size_t)parse_count(argv0, "--n", sn, 2, MAX_N);
-    g.threads = (size_t)parse_count(argv0, "--threads", st, 1, INT_MAX);
-    g.rounds = parse_count(argv0, "--rounds", sm, 1, (uint64_t)1 << 40);
-    if (g.threads % g.n)
-        usage(argv0, "%s must be a positive multiple of --n", "--threads");
+    struct ring_args ra;
+    ring_args_parse(argc, argv, &cli, &ra);
+    g.n = ra.n;
+    g.threads = ra.threads;
+    g.rounds = ra.rounds;
     g.rings = g.threads / g.n;
 
     g.ring_stride = (g.n * sizeof(struct box) + 63) & ~(size_t)63;
