@@ -277,7 +277,7 @@ int weft_alarm_set_rel(struct weft_alarm *a, uint64_t ns)
 {
     if (ns >> 63)
         return EINVAL;
-    uint64_t d = weft_now_ns() + ns;
+    uint64_t d = weft__now_ns() + ns;
     return weft_alarm_set_abs(a, d >> 63 ? (UINT64_MAX >> 1) : d);
 }
 
@@ -350,7 +350,7 @@ int weft_sleep_until_ns(uint64_t deadline)
             ;
         return 0;
     }
-    if (deadline <= weft_now_ns())
+    if (deadline <= weft__now_ns())
         return 0;
     struct sleeper s;
     weft_alarm_init(&s.al, sleep_fire);
@@ -368,6 +368,6 @@ int weft_sleep_ns(uint64_t ns)
         weft_yield();
         return 0;
     }
-    uint64_t d = weft_now_ns() + ns;
+    uint64_t d = weft__now_ns() + ns;
     return weft_sleep_until_ns(d >> 63 ? (UINT64_MAX >> 1) : d);
 }

@@ -11,10 +11,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <weft/sched.h>
 #include <weft/weft.h>
 
+#include <weft/event.h>
 #include <weft/time.h>
 
 #include "arch/ctx.h"
@@ -26,6 +28,7 @@
 #define WEFT__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define WEFT__CONTAINER(p, type, field) ((type *)(void *)((char *)(p) - offsetof(type, field)))
 #define WEFT__NOINLINE __attribute__((noinline))
+#define WEFT__ALTSTACK_SIZE (64 * 1024) /* each vcore's SIGSEGV stack */
 
 /* libweft never calls the libc functions the shim (src/shim) interposes —
  * read, write, readv, writev, recv*, send*, accept*, connect, close, poll,
@@ -67,6 +70,11 @@ struct weft_uthread {
     struct weft__waiter *joiner;     /* guarded by jlock */
     _Atomic int park;                /* WEFT__PARK_*; lock-free */
     uint64_t io_deadline;            /* weft_io_set_deadline(); 0 = none; owner only */
+    /* notifications (event.c): written by the uthread itself, read by the
+     * notification handler on the same kernel thread (signal fences) */
+    int notif_depth;                 /* weft_notifs_disable() depth */
+    int in_sched;                    /* inside a scheduler op called from this uthread */
+    bool notif_pinned;               /* WEFT_PINNED was added by weft_notifs_disable() */
     /* stack: fixed while the uthread exists; see stack.c */
     char *map;                       /* start of the mapping (guard page, if any) */
     size_t map_size;                 /* whole mapping */
@@ -118,6 +126,29 @@ struct weft__vcore {
     struct weft_alarm *firing;       /* alarm whose callback runs here, or NULL */
     unsigned decisions;              /* scheduling decisions, to pace busy polls */
     pthread_t thread;                /* fixed after start */
+    int tid;                         /* kernel thread id; fixed after start */
+    /* events and notifications (event.c, preempt.c) */
+    _Atomic uint64_t nrun;           /* uthreads run here (run_on); own vcore writes */
+    bool preempt_now;                /* vcore context: handle_events saw a preemption
+                                        for the uthread being delivered */
+    uint64_t preempt_for;            /* the nrun the pending preemption is meant for;
+                                        written by the tick (this thread's handler) */
+    uint64_t tick_nrun;              /* nrun at the last tick; handler only */
+    uint64_t stretch_start;          /* time nrun last changed, as seen by the ticks */
+    void *ptimer;                    /* timer_t of the periodic tick; fixed after start */
+    void *rtimer;                    /* timer_t of the retry of a deferred notification */
+    bool has_timers;                 /* both timers were created */
+    struct weft__vcore_counters {    /* weft_stats(); each written by one context of
+                                        this vcore only, read anywhere (relaxed) */
+        _Atomic uint64_t notifs, events, taken, deferred, longest;
+    } st;
+    _Alignas(WEFT__CACHELINE) _Atomic uint64_t ev_bits; /* pending events: bit t = type t
+                                        (weft's own), WEFT__EV_QUEUED = ev_q holds some */
+    _Atomic bool notif_sent;         /* a notification signal is on its way; cleared by
+                                        handle_events before it takes ev_bits */
+    uint32_t ev_lock;                /* spinlock: ev_q, ev_n, ev_cap */
+    struct weft__msg *ev_q;          /* queued messages, oldest first; guarded by ev_lock */
+    unsigned ev_n, ev_cap;           /* guarded by ev_lock */
     /* park protocol, see vcore.c */
     _Alignas(WEFT__CACHELINE) uint32_t park_word; /* futex: 1 = wake up; set by kickers */
     _Atomic bool parked;             /* on the idle list; written under rt.idle_lock */
@@ -126,6 +157,13 @@ struct weft__vcore {
     struct weft__vcore *idle_next;   /* guarded by rt.idle_lock */
     _Alignas(WEFT__CACHELINE) struct weft__heap heap; /* alarms started here */
 } __attribute__((aligned(WEFT__CACHELINE)));
+
+/* A queued event message (event.c). */
+struct weft__msg {
+    unsigned type;
+    uintptr_t payload;
+};
+#define WEFT__EV_QUEUED (1ull << 63)
 
 /* ---- the runtime ------------------------------------------------------------- */
 
@@ -167,6 +205,15 @@ static inline struct weft__vcore *weft__vc_at_entry(void)
     return weft__tls_vc;
 }
 
+/* weft__now_ns() is weft_now_ns() for weft's own use: no safe point (the
+ * caller may hold a lock). */
+static inline uint64_t weft__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* weft__ensure_running() starts the runtime with defaults if it is off.
  * Returns 0 or weft_init()'s error. */
 int weft__ensure_running(void);
@@ -200,10 +247,12 @@ static inline void weft__vcore_busy(struct weft__vcore *vc)
 static inline bool weft__chores_due(struct weft__vcore *vc)
 {
     return WEFT__UNLIKELY((++vc->decisions & 63) == 0) ||
-           WEFT__UNLIKELY(atomic_load_explicit(&vc->heap.min, memory_order_relaxed) != UINT64_MAX);
+           WEFT__UNLIKELY(atomic_load_explicit(&vc->heap.min, memory_order_relaxed) != UINT64_MAX) ||
+           WEFT__UNLIKELY(atomic_load_explicit(&vc->ev_bits, memory_order_relaxed) != 0);
 }
 
-/* weft__vcore_chores() runs this vcore's due alarms and the paced poll. */
+/* weft__vcore_chores() handles this vcore's events, runs its due alarms and
+ * the paced poll. */
 void weft__vcore_chores(struct weft__vcore *vc);
 
 /* weft__vcore_wake_for_timer(deadline): a timer due at deadline was added. */
@@ -222,6 +271,42 @@ static inline struct weft_uthread *weft__vcore_arrive(struct weft__vcore *vc)
         weft__stack_check(ut);
     return ut;
 }
+
+/* ---- events, notifications, preemption (event.c, preempt.c) ---------------- */
+
+/* weft__events_handle() runs the handlers of everything posted to vc (vcore
+ * context). Sets vc->preempt_now if a preemption is due for the uthread that
+ * ran last here (nrun unchanged since the tick asked for it). */
+void weft__events_handle(struct weft__vcore *vc);
+/* weft__event_post_bits() posts weft's own payload-less events (a mask of
+ * 1 << WEFT_EV_*) to vc without a lock: signal handlers use it. */
+static inline void weft__event_post_bits(struct weft__vcore *vc, uint64_t bits)
+{
+    atomic_fetch_or_explicit(&vc->ev_bits, bits, memory_order_seq_cst);
+}
+/* weft__notif_deliver() switches ut (running on vc, notifications enabled)
+ * into vcore context to handle vc's events; it resumes there at once unless
+ * a preemption was due (then it is paused and runs again later, maybe
+ * elsewhere). Returns when ut runs again (uthread.c). */
+void weft__notif_deliver(struct weft__vcore *vc, struct weft_uthread *ut);
+/* weft__notif_signal() interrupts vc's kernel thread (preempt.c). */
+void weft__notif_signal(struct weft__vcore *vc);
+/* weft__safe_point(): deliver what is pending for the calling uthread, if
+ * it may be switched here (a public entry of weft that holds nothing). */
+void weft__safe_point_slow(struct weft__vcore *vc);
+static inline void weft__safe_point(void)
+{
+    struct weft__vcore *vc = weft__vc_at_entry();
+    if (WEFT__UNLIKELY(vc && atomic_load_explicit(&vc->ev_bits, memory_order_relaxed)))
+        weft__safe_point_slow(vc);
+}
+/* Process-wide set-up (weft_init / weft_shutdown) and per-vcore set-up on
+ * the vcore's own thread (preempt.c). 0 or an errno value. */
+int weft__notif_init(unsigned preempt_us);
+int weft__notif_vcore_start(struct weft__vcore *vc);
+void weft__notif_vcore_stop(struct weft__vcore *vc);
+/* The handler stays installed after weft_shutdown(): a notification racing
+ * with the shutdown must not meet the default action (terminate). */
 
 /* ---- stacks (stack.c) -------------------------------------------------------- */
 

@@ -83,6 +83,8 @@ static _Noreturn void run_on(struct weft__vcore *vc, struct weft_uthread *t)
         weft__panic("uthread %llu pinned to vcore %d run on vcore %d",
                     (unsigned long long)t->id, t->link.vcore, vc->id);
     t->link.vcore = vc->id;
+    atomic_store_explicit(&vc->nrun, atomic_load_explicit(&vc->nrun, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
     vc->current = t;
     *vc->errno_addr = t->err;
     weft__san_switch(NULL, &t->san, t->stack_lo, t->stack_size);
@@ -104,7 +106,8 @@ void weft_uthread_runnable(struct weft_uthread *t)
      * posting a semaphore) is counted while it is inside the scheduler:
      * the uthread it wakes may finish and weft_shutdown() free the vcores
      * before the kick returns. */
-    bool outside = WEFT__UNLIKELY(weft__vc_at_entry() == NULL);
+    struct weft__vcore *vc = weft__vc_at_entry();
+    bool outside = WEFT__UNLIKELY(vc == NULL);
     if (outside)
         atomic_fetch_add_explicit(&weft__rt.outside_wakers, 1, memory_order_acq_rel);
     int exp = WEFT__BLOCKED;
@@ -112,7 +115,18 @@ void weft_uthread_runnable(struct weft_uthread *t)
                                                  memory_order_acq_rel, memory_order_relaxed))
         weft__panic("uthread %llu made runnable while in state %d (invariant 1: a uthread "
                     "is on at most one run queue)", (unsigned long long)t->id, exp);
+    /* From a uthread, the scheduler's code (maybe an application's, holding
+     * its queue lock) must not be preempted: in_sched defers notifications. */
+    struct weft_uthread *me = vc ? vc->current : NULL;
+    if (me) {
+        me->in_sched++;
+        atomic_signal_fence(memory_order_seq_cst);
+    }
     weft__rt.ops->thread_runnable(t);
+    if (me) {
+        atomic_signal_fence(memory_order_seq_cst);
+        me->in_sched--;
+    }
     if (outside)
         atomic_fetch_sub_explicit(&weft__rt.outside_wakers, 1, memory_order_release);
 }
@@ -213,6 +227,9 @@ int weft_spawn(weft_t *out, const weft_attr_t *attr, void *(*fn)(void *), void *
     t->joiner = NULL;
     t->err = 0;
     atomic_store_explicit(&t->park, WEFT__PARK_NONE, memory_order_relaxed);
+    t->notif_depth = 0;
+    t->in_sched = 0;
+    t->notif_pinned = false;
     t->name[0] = 0;
     if (a.name) {
         strncpy(t->name, a.name, sizeof t->name - 1);
@@ -331,6 +348,30 @@ void weft_yield(void)
         return;
     }
     switch_out(vc, ut, yield_entry);
+}
+
+/* notify_entry() is vcore context after a notification switched a uthread
+ * out (weft__notif_deliver): handle the events, then resume it, or, if it
+ * was preempted, queue it at the back and pick again. */
+static void notify_entry(void *arg)
+{
+    struct weft__vcore *vc = arg;
+    struct weft_uthread *ut = weft__vcore_arrive(vc);
+    atomic_store_explicit(&ut->state, WEFT__RUNNABLE, memory_order_relaxed);
+    vc->preempt_now = false;
+    weft__events_handle(vc);
+    if (!vc->preempt_now)
+        run_on(vc, ut);
+    vc->preempt_now = false;
+    atomic_store_explicit(&vc->st.taken, atomic_load_explicit(&vc->st.taken, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    weft__rt.ops->thread_paused(ut);
+    weft__vcore_loop(vc);
+}
+
+void weft__notif_deliver(struct weft__vcore *vc, struct weft_uthread *ut)
+{
+    switch_out(vc, ut, notify_entry);
 }
 
 /* park_entry() is vcore context after weft_park(): publish PARKED, after

@@ -167,9 +167,8 @@ void weft__futex_wake(uint32_t *addr, int n)
 
 uint64_t weft_now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    weft__safe_point(); /* a public entry: the caller holds nothing of ours */
+    return weft__now_ns();
 }
 
 int weft_vcore_id(void)
@@ -234,7 +233,7 @@ uint32_t weft_sched_rand(void)
 {
     struct weft__vcore *vc = weft__vc();
     if (!vc)
-        return (uint32_t)weft_now_ns() * 2654435761u;
+        return (uint32_t)weft__now_ns() * 2654435761u;
     uint32_t x = vc->rand; /* xorshift32 */
     x ^= x << 13;
     x ^= x >> 17;
@@ -297,6 +296,7 @@ static long long env_num(const char *name)
 struct settings {
     int vcores;
     size_t stack_size;
+    unsigned preempt_us;
     const struct weft_sched_ops *ops;
 };
 
@@ -308,8 +308,6 @@ static int settings_from(const struct weft_config *cfg, int maxv, struct setting
         c = *cfg;
     if (c.vcores < 0 || c.vcores > maxv)
         return EINVAL;
-    if (c.preempt_us)
-        return ENOTSUP; /* preemption arrives with the preemption issue */
     if (c.stack_size > ((size_t)1 << 30))
         return EINVAL;
 
@@ -333,10 +331,19 @@ static int settings_from(const struct weft_config *cfg, int maxv, struct setting
         ss = v > 0 ? (size_t)v : 256 * 1024;
     }
     s->stack_size = weft__stack_round(ss);
-    if (!cfg || !cfg->preempt_us) {
+    s->preempt_us = c.preempt_us;
+    if (!s->preempt_us) {
         long long v = env_num("WEFT_PREEMPT_US");
-        if (v > 0)
-            fprintf(stderr, "weft: WEFT_PREEMPT_US is not supported yet; running cooperatively\n");
+        if (v > 10000000) {
+            fprintf(stderr, "weft: ignoring WEFT_PREEMPT_US=%lld (above 10 s)\n", v);
+            v = -1;
+        } else if (v > 0 && v < 10) {
+            fprintf(stderr, "weft: WEFT_PREEMPT_US=%lld is below 10 us; using 10\n", v);
+            v = 10;
+        }
+        s->preempt_us = v >= 0 ? (unsigned)v : weft_preempt_period();
+    } else if (s->preempt_us < 10 || s->preempt_us > 10000000) {
+        return EINVAL;
     }
     const char *name = c.sched;
     if (!name || !*name)
@@ -365,14 +372,19 @@ static void *vcore_thread(void *arg)
     weft__tls_vc = vc;
     vc->errno_addr = &errno;
     weft__san_thread(&vc->san);
-    stack_t ss = { .ss_sp = vc->altstack, .ss_size = 64 * 1024, .ss_flags = 0 };
+    stack_t ss = { .ss_sp = vc->altstack, .ss_size = WEFT__ALTSTACK_SIZE, .ss_flags = 0 };
     sigaltstack(&ss, NULL);
+    int e = weft__notif_vcore_start(vc);
+    if (e)
+        fprintf(stderr, "weft: vcore %d: no notification timers (%s); it will not be preempted\n",
+                vc->id, strerror(e));
 
     /* Enter vcore context; weft__vcore_loop comes back here to exit. */
     weft__san_switch(&vc->san, &vc->san, vc->stack_lo, vc->stack_size);
     weft__ctx_save_and_call(&vc->thread_ctx, vc->stack_top, vcore_first_entry, vc);
     weft__san_arrive(&vc->san, NULL, NULL);
     weft__san_vcore_done(&vc->san);
+    weft__notif_vcore_stop(vc);
 
     ss.ss_flags = SS_DISABLE;
     sigaltstack(&ss, NULL);
@@ -448,7 +460,11 @@ static void vcore_sleep(struct weft__vcore *vc, bool duty, uint64_t deadline)
 {
     struct weft__runtime *rt = &weft__rt;
     bool poll = duty && weft__io_active();
+    /* An event posted to us (ev_bits, an RMW) pairs with our fence in
+     * vcore_park like a kick does: we see it here or its sender sees us
+     * parked and wakes us. */
     while (atomic_load_explicit(WEFT__AT(&vc->park_word), memory_order_acquire) == 0 &&
+           atomic_load_explicit(&vc->ev_bits, memory_order_relaxed) == 0 &&
            atomic_load_explicit(&rt->state, memory_order_relaxed) == WEFT__RUNNING_RT) {
         if (!poll) {
             if (weft__futex_wait(&vc->park_word, 0, deadline) == ETIMEDOUT)
@@ -460,7 +476,7 @@ static void vcore_sleep(struct weft__vcore *vc, bool duty, uint64_t deadline)
         if (atomic_load_explicit(WEFT__AT(&vc->park_word), memory_order_seq_cst) == 0)
             woke = weft__io_poll(deadline);
         atomic_store_explicit(&vc->in_poller, false, memory_order_relaxed);
-        if (woke > 0 || (deadline != UINT64_MAX && weft_now_ns() >= deadline))
+        if (woke > 0 || (deadline != UINT64_MAX && weft__now_ns() >= deadline))
             return;
     }
 }
@@ -605,7 +621,7 @@ static void vcore_park(struct weft__vcore *vc)
         atomic_fetch_add(&rt->nspinning, 1);
     atomic_store_explicit(WEFT__AT(&vc->park_word), 0, memory_order_relaxed);
     set_idle(vc, WEFT__SPINNING);
-    vc->spin_until = weft_now_ns() + weft__spin_ns;
+    vc->spin_until = weft__now_ns() + weft__spin_ns;
     if (duty) /* any heap's due alarms, not just ours */
         weft__timers_run_all(vc, vc->spin_until - weft__spin_ns);
 }
@@ -638,7 +654,7 @@ static void vcore_idle(struct weft__vcore *vc)
     if (idle_of(vc) == WEFT__BUSY) {
         set_idle(vc, WEFT__SPINNING);
         atomic_fetch_add(&weft__rt.nspinning, 1);
-        vc->spin_until = weft_now_ns() + weft__spin_ns;
+        vc->spin_until = weft__now_ns() + weft__spin_ns;
         if (io)
             weft__io_poll(0); /* the work we ran out of may be waiting on I/O */
         return;
@@ -651,19 +667,21 @@ static void vcore_idle(struct weft__vcore *vc)
         return;
     if (io && weft__io_poll(0) > 0)
         return;
-    if (weft_now_ns() < vc->spin_until)
+    if (weft__now_ns() < vc->spin_until)
         return;
     vcore_park(vc);
 }
 
 void weft__vcore_chores(struct weft__vcore *vc)
 {
+    if (atomic_load_explicit(&vc->ev_bits, memory_order_relaxed))
+        weft__events_handle(vc);
     uint64_t next = atomic_load_explicit(&vc->heap.min, memory_order_acquire);
     bool poll = (vc->decisions & 63) == 0 &&
                 atomic_load_explicit(&weft__io_nwaiting, memory_order_relaxed) > 0;
     if (next == UINT64_MAX && !poll)
         return;
-    uint64_t now = weft_now_ns();
+    uint64_t now = weft__now_ns();
     if (next <= now)
         weft__timers_run(vc, now);
     if (poll)
@@ -692,6 +710,7 @@ static void vcores_free(int n)
         if (vc->stack_lo)
             munmap(vc->stack_lo - weft__page_size, vc->stack_size + weft__page_size);
         free(vc->altstack);
+        free(vc->ev_q); /* messages posted after the last decision: never handled */
     }
     free(weft__rt.vcores);
     weft__rt.vcores = NULL;
@@ -712,7 +731,7 @@ static int vcore_setup(struct weft__vcore *vc, int id, int cpu)
     mprotect(m, weft__page_size, PROT_NONE);
     vc->stack_lo = m + weft__page_size;
     vc->stack_top = vc->stack_lo + vc->stack_size;
-    vc->altstack = malloc(64 * 1024);
+    vc->altstack = malloc(WEFT__ALTSTACK_SIZE);
     if (!vc->altstack)
         return ENOMEM;
     return weft__stack_vcore_init(vc);
@@ -732,6 +751,9 @@ int weft_init(const struct weft_config *cfg)
         goto out;
     }
     r = settings_from(cfg, maxv, &s);
+    if (r)
+        goto out;
+    r = weft__notif_init(s.preempt_us);
     if (r)
         goto out;
     r = weft__stack_init();

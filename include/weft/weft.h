@@ -41,15 +41,17 @@ extern "C" {
 struct weft_config {
     int vcores;          /* vcores to run, 1..weft_max_vcores(); 0 = all */
     size_t stack_size;   /* default uthread stack in bytes; 0 = 256 KiB */
-    unsigned preempt_us; /* preemption period; only 0 (cooperative) for now */
+    unsigned preempt_us; /* preemption period in us, 10..10000000; 0 = the
+                            environment, else what weft_set_preempt_period()
+                            last set, else cooperative (see <weft/event.h>) */
     const char *sched;   /* scheduler name: "ws" (default), "fifo", or one
                             registered with weft_sched_register() */
 };
 
 /* weft_init() starts the runtime with cfg (NULL = defaults and environment).
- * Returns 0, EBUSY if already running, EINVAL for a bad field or unknown
- * scheduler, ENOTSUP for preempt_us != 0, or EAGAIN/ENOMEM if threads or
- * memory cannot be had. Optional: the first call that needs the runtime
+ * Returns 0, EBUSY if already running (or if the application handles the
+ * notification signal, see <weft/event.h>), EINVAL for a bad field or
+ * unknown scheduler, or EAGAIN/ENOMEM if threads or memory cannot be had. Optional: the first call that needs the runtime
  * starts it with defaults. */
 int weft_init(const struct weft_config *cfg);
 
@@ -131,6 +133,7 @@ int weft_setprio(weft_t t, int prio);
 }
 #endif
 
+#include <weft/event.h>
 #include <weft/io.h>
 #include <weft/sched.h>
 #include <weft/sync.h>

@@ -112,7 +112,7 @@ int weft__io_poll(uint64_t deadline)
     if (!p)
         return 0;
     int n = p->wait(deadline);
-    atomic_store_explicit(&last_poll, weft_now_ns(), memory_order_relaxed);
+    atomic_store_explicit(&last_poll, weft__now_ns(), memory_order_relaxed);
     return n;
 }
 

@@ -132,7 +132,7 @@ static int kt_wait(int fd, short events, uint64_t deadline)
     struct pollfd p = { .fd = fd, .events = events };
     struct timespec ts, *tp = NULL;
     if (deadline != WEFT_FOREVER) {
-        uint64_t now = weft_now_ns();
+        uint64_t now = weft__now_ns();
         if (now >= deadline)
             return ETIMEDOUT;
         ts.tv_sec = (time_t)((deadline - now) / 1000000000u);
@@ -150,7 +150,7 @@ static int wait_dir(struct weft__fd *f, uint32_t gen, int dir, uint32_t seq, uin
 {
     if (!weft_self())
         return kt_wait(f->fd, dir == WEFT__RD ? POLLIN : POLLOUT, deadline);
-    if (deadline != WEFT_FOREVER && weft_now_ns() >= deadline)
+    if (deadline != WEFT_FOREVER && weft__now_ns() >= deadline)
         return ETIMEDOUT;
     return weft__fd_wait(f, gen, dir == WEFT__RD ? 1 : 2, seq, seq, deadline);
 }
@@ -398,7 +398,7 @@ int weft_connect(int fd, const struct sockaddr *addr, socklen_t addrlen)
      * blocking connect would wait, and nothing signals room: retry, with a
      * growing nap, until the deadline. */
     for (uint64_t nap = 50000; r == -EAGAIN; nap = nap < 10000000 ? nap * 2 : nap) {
-        uint64_t now = weft_now_ns();
+        uint64_t now = weft__now_ns();
         if (deadline != WEFT_FOREVER && now >= deadline)
             return (int)ret(-ETIMEDOUT);
         weft_sleep_ns(deadline != WEFT_FOREVER && deadline - now < nap ? deadline - now : nap);
@@ -420,7 +420,7 @@ int weft_connect(int fd, const struct sockaddr *addr, socklen_t addrlen)
 
 int weft_poll_fd(int fd, short events, int64_t timeout_ns)
 {
-    uint64_t now = weft_now_ns();
+    uint64_t now = weft__now_ns();
     uint64_t io_deadline = weft_io_deadline();
     uint64_t deadline = timeout_ns < 0 ? WEFT_FOREVER : now + (uint64_t)timeout_ns;
     bool io_bound = io_deadline < deadline;
@@ -456,7 +456,7 @@ int weft_poll_fd(int fd, short events, int64_t timeout_ns)
                 return io_bound && timeout_ns != 0 ? (int)ret(-ETIMEDOUT) : 0;
             if (errno != EINTR)
                 return -1;
-            now = weft_now_ns();
+            now = weft__now_ns();
         }
     }
     int dirs = 0;
@@ -475,7 +475,7 @@ int weft_poll_fd(int fd, short events, int64_t timeout_ns)
             return p.revents;
         if (timeout_ns == 0)
             return 0;
-        if (deadline != WEFT_FOREVER && weft_now_ns() >= deadline)
+        if (deadline != WEFT_FOREVER && weft__now_ns() >= deadline)
             return io_bound ? (int)ret(-ETIMEDOUT) : 0;
         e = weft__fd_wait(f, gen, dirs | WEFT__WAIT_POLL, s_rd, s_wr, deadline);
         if (e == ETIMEDOUT)

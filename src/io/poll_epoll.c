@@ -75,7 +75,7 @@ static int wait_epoll(uint64_t deadline)
     if (deadline == UINT64_MAX) {
         tp = NULL;
     } else if (deadline) {
-        uint64_t now = weft_now_ns();
+        uint64_t now = weft__now_ns();
         uint64_t d = deadline > now ? deadline - now : 0;
         ts.tv_sec = (time_t)(d / 1000000000u);
         ts.tv_nsec = (long)(d % 1000000000u);

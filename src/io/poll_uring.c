@@ -129,7 +129,7 @@ static int wait_uring(uint64_t deadline)
         struct io_uring_cqe *cqe;
         struct __kernel_timespec ts, *tp = NULL;
         if (deadline != UINT64_MAX) {
-            uint64_t now = weft_now_ns();
+            uint64_t now = weft__now_ns();
             uint64_t d = deadline > now ? deadline - now : 0;
             ts.tv_sec = (long long)(d / 1000000000u);
             ts.tv_nsec = (long long)(d % 1000000000u);

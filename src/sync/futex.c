@@ -33,7 +33,7 @@ int weft_futex_wait(uint32_t *addr, uint32_t val, uint64_t deadline_ns)
         weft__spin_unlock(&b->q.lock);
         return EAGAIN;
     }
-    if (deadline_ns != WEFT_FOREVER && weft_now_ns() >= deadline_ns) {
+    if (deadline_ns != WEFT_FOREVER && weft__now_ns() >= deadline_ns) {
         weft__spin_unlock(&b->q.lock);
         return ETIMEDOUT;
     }

@@ -57,7 +57,7 @@ static int rdlock(weft_rwlock_t *l, uint64_t deadline, bool try)
         weft__spin_unlock(&l->rq.lock);
         return 0;
     }
-    if (try || (deadline != WEFT_FOREVER && weft_now_ns() >= deadline)) {
+    if (try || (deadline != WEFT_FOREVER && weft__now_ns() >= deadline)) {
         weft__spin_unlock(&l->rq.lock);
         return try ? EBUSY : ETIMEDOUT;
     }
@@ -83,7 +83,7 @@ static int wrlock(weft_rwlock_t *l, uint64_t deadline, bool try)
         weft__spin_unlock(&l->rq.lock);
         return 0;
     }
-    if (try || (deadline != WEFT_FOREVER && weft_now_ns() >= deadline)) {
+    if (try || (deadline != WEFT_FOREVER && weft__now_ns() >= deadline)) {
         weft__spin_unlock(&l->rq.lock);
         return try ? EBUSY : ETIMEDOUT;
     }

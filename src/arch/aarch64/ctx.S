@@ -2,7 +2,7 @@
  * aarch64 (AAPCS64) context switch. Saved frame of 176 bytes at the saved
  * stack pointer: x19..x28, x29 (fp), x30 (lr), d8..d15, FPCR.
  */
-    .text
+    .section weft_text, "ax", %progbits   /* weft's code section: see src/preempt.c */
 
 #define SAVE_FRAME \
     sub     sp, sp, #176;            \

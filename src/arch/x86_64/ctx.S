@@ -4,7 +4,7 @@
  * one 8-byte slot holding MXCSR (low 4 bytes) and the x87 control word.
  * The saved stack pointer points at that slot.
  */
-    .text
+    .section weft_text, "ax", %progbits   /* weft's code section: see src/preempt.c */
 
 /* void weft__ctx_save_and_call(ctx *save, void *stack_top, void (*fn)(void*), void *arg) */
     .globl  weft__ctx_save_and_call

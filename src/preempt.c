@@ -1,0 +1,406 @@
+/*
+ * preempt.c — notifications (the signal that stands in for an IPI), the
+ * preemption tick, and the safe-point test.
+ *
+ * The notification signal (SIGRTMAX-1, or WEFT_NOTIF_SIGNAL) reaches a vcore
+ * three ways: weft_vcore_notify() sends it with tgkill (event.c), the vcore's
+ * periodic tick timer sends it every preemption period, and the vcore's
+ * retry timer sends it once when a notification had to be put off because
+ * the uthread was in unsafe code. All three are timers or tgkills aimed at
+ * the vcore's own kernel thread (SIGEV_THREAD_ID), never at the process.
+ *
+ * The handler runs on the interrupted uthread's stack (no SA_ONSTACK) with
+ * SA_NODEFER, so the signal is not blocked while it runs. If the vcore runs
+ * a uthread, something is pending, and it is safe, the handler switches the
+ * uthread out like any yield (weft__notif_deliver): the signal frame stays
+ * on the uthread's stack, and when the uthread is resumed — maybe on another
+ * vcore — the handler returns and sigreturn restores every register,
+ * including the FP/vector state, from that frame. Because of SA_NODEFER, the
+ * vcore context the handler switched to, and every uthread it runs, run
+ * with the signal unblocked, as they should. A second signal that arrives
+ * while the handler runs finds the PC inside weft: deferred, never nested.
+ * After the resume the handler rewrites uc_stack in the frame: sigreturn
+ * re-installs the alternate stack recorded there, which is the old vcore's.
+ *
+ * Safe: the interrupted instruction is outside libc, ld.so, libgcc_s,
+ * libstdc++, the vDSO, the sanitizer runtimes and weft (the ranges are found
+ * once at weft_init), the uthread has notifications enabled and is not
+ * inside a scheduler op (in_sched). weft's own code is its ELF section
+ * weft_text (cmake/weft-text.sh renames .text of every libweft object), so
+ * the range is the same whether libweft is linked statically or shared.
+ *
+ * The tick decides a preemption: if a uthread runs and nrun has not moved
+ * since the previous tick, it has run for at least a whole period. The tick
+ * posts WEFT_EV_PREEMPT with preempt_for = nrun, so a preemption that had to
+ * wait is dropped if the uthread switched meanwhile. It also posts
+ * WEFT_EV_TIMER when an alarm of this vcore is due: alarms then fire on time
+ * even while one uthread keeps the vcore.
+ *
+ * Cost: per-vcore timers were chosen over one ticker thread: no extra
+ * thread competing for the cores, and the tick's decision is made on the
+ * vcore that owns the state; the handler returns after a few loads when
+ * there is nothing to do. Measured in bench/ (section fairness).
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static int notif_sig;                    /* fixed while running */
+static _Atomic unsigned period_us;       /* weft_set_preempt_period() */
+
+#define RETRY_NS 200000u                 /* a deferred notification is tried again after */
+enum { SIGV_TICK = 1, SIGV_RETRY = 2 };  /* sigev_value of the two timers */
+
+/* ---- unsafe code ranges ------------------------------------------------------- */
+
+struct range {
+    uintptr_t lo, hi;
+};
+#define MAX_RANGES 64
+static struct range ranges[MAX_RANGES];  /* written at init, read by the handler */
+static int nranges;
+static uintptr_t main_bias;              /* load address of the program itself */
+static bool main_seen;
+
+extern const char __start_weft_text[] __attribute__((weak, visibility("hidden")));
+extern const char __stop_weft_text[] __attribute__((weak, visibility("hidden")));
+
+static void add_range(uintptr_t lo, uintptr_t hi)
+{
+    if (nranges < MAX_RANGES && lo < hi)
+        ranges[nranges++] = (struct range){ lo, hi };
+}
+
+static bool unsafe_object(const char *path)
+{
+    static const char *const names[] = { "libc.so", "ld-linux", "ld64.so", "linux-vdso",
+                                         "linux-gate", "libpthread", "libgcc_s", "libstdc++",
+                                         "libasan", "libtsan", "libubsan", "liblsan",
+                                         "libweft", "libdl", "librt", "liburing" };
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strncmp(base, names[i], strlen(names[i])) == 0)
+            return true;
+    return false;
+}
+
+static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size; (void)data;
+    if (!main_seen) { /* the program comes first */
+        main_seen = true;
+        main_bias = info->dlpi_addr;
+    }
+    if (!info->dlpi_name || !unsafe_object(info->dlpi_name))
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X))
+            add_range(info->dlpi_addr + ph->p_vaddr, info->dlpi_addr + ph->p_vaddr + ph->p_memsz);
+    }
+    return 0;
+}
+
+#if defined(WEFT_ASAN) || defined(WEFT_TSAN)
+/* sanitizer_range(): clang links its sanitizer runtime into the program
+ * itself, as one block of whole archives ahead of the program's own
+ * objects: the range from its lowest to its highest function, read from
+ * the program's symbol table. (Checked on the tests: main and the test's
+ * functions lie above it.) */
+static void sanitizer_range(void)
+{
+    /* Plain and mangled (namespaces __asan, __sanitizer, ...) names. */
+    static const char *const marks[] = { "__asan", "__lsan", "__ubsan", "__tsan", "__sanitizer",
+                                         "__interceptor_", "__interception" };
+    int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    const unsigned char *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        return;
+    const ElfW(Ehdr) *eh = (const void *)m;
+    const ElfW(Shdr) *sh = (const void *)(m + eh->e_shoff);
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < eh->e_shnum; i++) {
+        if (sh[i].sh_type != SHT_SYMTAB)
+            continue;
+        const ElfW(Sym) *sym = (const void *)(m + sh[i].sh_offset);
+        const char *str = (const char *)(m + sh[sh[i].sh_link].sh_offset);
+        size_t n = sh[i].sh_size / sizeof *sym;
+        for (size_t k = 0; k < n; k++) {
+            if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC || !sym[k].st_value)
+                continue;
+            const char *name = str + sym[k].st_name;
+            for (size_t p = 0; p < sizeof marks / sizeof marks[0]; p++)
+                if (strstr(name, marks[p])) {
+                    if (sym[k].st_value < lo)
+                        lo = sym[k].st_value;
+                    if (sym[k].st_value + sym[k].st_size > hi)
+                        hi = sym[k].st_value + sym[k].st_size;
+                    break;
+                }
+        }
+    }
+    munmap((void *)m, (size_t)st.st_size);
+    if (lo < hi)
+        add_range(lo + main_bias, hi + main_bias);
+}
+#endif
+
+static void find_ranges(void)
+{
+    nranges = 0;
+    main_seen = false;
+    if (__start_weft_text && __stop_weft_text)
+        add_range((uintptr_t)__start_weft_text, (uintptr_t)__stop_weft_text);
+    dl_iterate_phdr(phdr_cb, NULL);
+#if defined(WEFT_ASAN) || defined(WEFT_TSAN)
+    sanitizer_range();
+#endif
+}
+
+static uintptr_t interrupted_pc(const void *ucv)
+{
+    const ucontext_t *uc = ucv;
+#if defined(__x86_64__)
+    return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    return (uintptr_t)uc->uc_mcontext.pc;
+#else
+#error "interrupted_pc: unsupported architecture"
+#endif
+}
+
+static bool pc_safe(const void *ucv)
+{
+    uintptr_t pc = interrupted_pc(ucv);
+    for (int i = 0; i < nranges; i++)
+        if (pc >= ranges[i].lo && pc < ranges[i].hi)
+            return false;
+    return true;
+}
+
+/* ---- the handler ------------------------------------------------------------ */
+
+static void counter_add(_Atomic uint64_t *c, uint64_t n)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+static uint64_t clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* tick(): a period passed on vc (its own thread, in the handler). */
+static void tick(struct weft__vcore *vc)
+{
+    uint64_t now = clock_ns();
+    uint64_t n = atomic_load_explicit(&vc->nrun, memory_order_relaxed);
+    if (vc->current && n == vc->tick_nrun) {
+        uint64_t stretch = now - vc->stretch_start;
+        if (stretch > atomic_load_explicit(&vc->st.longest, memory_order_relaxed))
+            atomic_store_explicit(&vc->st.longest, stretch, memory_order_relaxed);
+        vc->preempt_for = n;
+        weft__event_post_bits(vc, 1ull << WEFT_EV_PREEMPT);
+    } else {
+        vc->tick_nrun = n;
+        vc->stretch_start = now;
+    }
+    if (atomic_load_explicit(&vc->heap.min, memory_order_relaxed) <= now)
+        weft__event_post_bits(vc, 1ull << WEFT_EV_TIMER);
+}
+
+static void retry_later(struct weft__vcore *vc)
+{
+    struct itimerspec its = { .it_value = { 0, RETRY_NS } };
+    timer_settime((timer_t)vc->rtimer, 0, &its, NULL);
+}
+
+static void notif_handler(int sig, siginfo_t *si, void *ucv)
+{
+    (void)sig;
+    struct weft__vcore *vc = weft__tls_vc;
+    if (!vc)
+        return;
+    int saved = errno;
+    counter_add(&vc->st.notifs, 1);
+    if (si->si_code == SI_TIMER && si->si_value.sival_int == SIGV_TICK)
+        tick(vc);
+    struct weft_uthread *ut = vc->current;
+    uint64_t bits = atomic_load_explicit(&vc->ev_bits, memory_order_relaxed);
+    if (!ut || !bits) {
+        errno = saved;
+        return; /* vcore context handles events at its next decision */
+    }
+#ifdef WEFT_TSAN
+    bool safe = false; /* TSan runs us late, from inside its runtime: see event.h */
+    (void)pc_safe;
+#else
+    bool safe = ut->notif_depth == 0 && ut->in_sched == 0 && pc_safe(ucv);
+#endif
+    if (!safe) {
+        if (bits & (1ull << WEFT_EV_PREEMPT))
+            counter_add(&vc->st.deferred, 1);
+        /* Disabled: weft_notifs_enable delivers. Unsafe code: look again
+         * soon, unless the tick will anyway. */
+        if (ut->notif_depth == 0 && atomic_load_explicit(&period_us, memory_order_relaxed) == 0)
+            retry_later(vc);
+        errno = saved;
+        return;
+    }
+    errno = saved; /* weft__notif_deliver saves it into ut and restores it on resume */
+    weft__notif_deliver(vc, ut);
+    /* Resumed, maybe on another vcore: sigreturn must re-install that
+     * vcore's alternate stack, not the one recorded when we were
+     * interrupted. */
+    struct weft__vcore *now = weft__vc();
+    ucontext_t *uc = ucv;
+    uc->uc_stack.ss_sp = now->altstack;
+    uc->uc_stack.ss_size = WEFT__ALTSTACK_SIZE;
+    uc->uc_stack.ss_flags = 0;
+}
+
+void weft__notif_signal(struct weft__vcore *vc)
+{
+    int saved = errno;
+    syscall(SYS_tgkill, getpid(), vc->tid, notif_sig);
+    errno = saved;
+}
+
+/* ---- the period ---------------------------------------------------------------- */
+
+static void arm_tick(struct weft__vcore *vc, unsigned us)
+{
+    struct itimerspec its = { 0 };
+    if (us) {
+        its.it_value.tv_sec = us / 1000000u;
+        its.it_value.tv_nsec = (long)(us % 1000000u) * 1000;
+        its.it_interval = its.it_value;
+    }
+    timer_settime((timer_t)vc->ptimer, 0, &its, NULL);
+}
+
+static bool period_ok(unsigned us)
+{
+    return us == 0 || (us >= 10 && us <= 10000000u);
+}
+
+int weft_set_preempt_period(unsigned us)
+{
+    if (!period_ok(us))
+        return EINVAL;
+    atomic_store(&period_us, us);
+    struct weft__runtime *rt = &weft__rt;
+    if (atomic_load_explicit(&rt->state, memory_order_acquire) == WEFT__RUNNING_RT)
+        for (int i = 0; i < rt->nvcores; i++)
+            if (rt->vcores[i].has_timers)
+                arm_tick(&rt->vcores[i], us);
+    return 0;
+}
+
+unsigned weft_preempt_period(void)
+{
+    return atomic_load(&period_us);
+}
+
+/* ---- set-up ---------------------------------------------------------------------- */
+
+/* signal_number(): WEFT_NOTIF_SIGNAL if valid, else SIGRTMAX-1. */
+static int signal_number(void)
+{
+    const char *s = getenv("WEFT_NOTIF_SIGNAL");
+    if (s && *s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (!*end && v >= SIGRTMIN && v <= SIGRTMAX)
+            return (int)v;
+        fprintf(stderr, "weft: ignoring WEFT_NOTIF_SIGNAL=%s (not a real-time signal %d..%d)\n",
+                s, SIGRTMIN, SIGRTMAX);
+    }
+    return SIGRTMAX - 1;
+}
+
+int weft__notif_init(unsigned preempt_us)
+{
+    if (!period_ok(preempt_us))
+        return EINVAL;
+    notif_sig = signal_number();
+    struct sigaction sa = { 0 };
+    sa.sa_sigaction = notif_handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    struct sigaction old;
+    if (sigaction(notif_sig, NULL, &old) != 0)
+        return EINVAL;
+    if ((old.sa_flags & SA_SIGINFO) ? old.sa_sigaction != notif_handler
+                                    : (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)) {
+        fprintf(stderr, "weft: signal %d (the notification signal) already has a handler; "
+                        "set WEFT_NOTIF_SIGNAL to a free real-time signal\n", notif_sig);
+        return EBUSY;
+    }
+    find_ranges();
+    if (sigaction(notif_sig, &sa, NULL) != 0)
+        return EINVAL;
+    atomic_store(&period_us, preempt_us);
+    return 0;
+}
+
+int weft__notif_vcore_start(struct weft__vcore *vc)
+{
+    vc->tid = (int)syscall(SYS_gettid);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, notif_sig);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    timer_t t[2];
+    for (int i = 0; i < 2; i++) {
+        struct sigevent sev = { 0 };
+        sev.sigev_notify = SIGEV_THREAD_ID;
+        sev.sigev_signo = notif_sig;
+        sev.sigev_value.sival_int = i == 0 ? SIGV_TICK : SIGV_RETRY;
+        sev._sigev_un._tid = vc->tid;
+        if (timer_create(CLOCK_MONOTONIC, &sev, &t[i]) != 0) {
+            if (i)
+                timer_delete(t[0]);
+            return errno;
+        }
+    }
+    vc->ptimer = (void *)t[0];
+    vc->rtimer = (void *)t[1];
+    vc->has_timers = true;
+    arm_tick(vc, atomic_load(&period_us));
+    return 0;
+}
+
+void weft__notif_vcore_stop(struct weft__vcore *vc)
+{
+    if (!vc->has_timers)
+        return;
+    vc->has_timers = false;
+    timer_delete((timer_t)vc->ptimer);
+    timer_delete((timer_t)vc->rtimer);
+}
