@@ -126,7 +126,7 @@ struct weft__vcore {
     struct weft_alarm *firing;       /* alarm whose callback runs here, or NULL */
     unsigned decisions;              /* scheduling decisions, to pace busy polls */
     pthread_t thread;                /* fixed after start */
-    int tid;                         /* kernel thread id; fixed after start */
+    _Atomic int tid;                 /* kernel thread id; set once at start */
     /* events and notifications (event.c, preempt.c) */
     _Atomic uint64_t nrun;           /* uthreads run here (run_on); own vcore writes */
     bool preempt_now;                /* vcore context: handle_events saw a preemption
@@ -137,7 +137,7 @@ struct weft__vcore {
     uint64_t stretch_start;          /* time nrun last changed, as seen by the ticks */
     void *ptimer;                    /* timer_t of the periodic tick; fixed after start */
     void *rtimer;                    /* timer_t of the retry of a deferred notification */
-    bool has_timers;                 /* both timers were created */
+    _Atomic bool has_timers;         /* both timers were created */
     struct weft__vcore_counters {    /* weft_stats(); each written by one context of
                                         this vcore only, read anywhere (relaxed) */
         _Atomic uint64_t notifs, events, taken, deferred, longest;
@@ -301,9 +301,13 @@ static inline void weft__safe_point(void)
         weft__safe_point_slow(vc);
 }
 /* Process-wide set-up (weft_init / weft_shutdown) and per-vcore set-up on
- * the vcore's own thread (preempt.c). 0 or an errno value. */
+ * the vcore's own thread (preempt.c); 0 or an errno value where one is returned. */
 int weft__notif_init(unsigned preempt_us);
-int weft__notif_vcore_start(struct weft__vcore *vc);
+void weft__notif_vcore_start(struct weft__vcore *vc);
+/* weft__notif_started(): the vcores run; start the ticker (0 or errno).
+ * weft__notif_stopping(): stop it, before the vcores are freed. */
+int weft__notif_started(void);
+void weft__notif_stopping(void);
 void weft__notif_vcore_stop(struct weft__vcore *vc);
 /* The handler stays installed after weft_shutdown(): a notification racing
  * with the shutdown must not meet the default action (terminate). */

@@ -2,7 +2,7 @@
  * preempt.c — notifications (the signal that stands in for an IPI), the
  * preemption tick, and the safe-point test.
  *
- * The notification signal (SIGRTMAX-1, or WEFT_NOTIF_SIGNAL) reaches a vcore
+ * The notification signal (SIGRTMAX-2, or WEFT_NOTIF_SIGNAL) reaches a vcore
  * three ways: weft_vcore_notify() sends it with tgkill (event.c), the vcore's
  * periodic tick timer sends it every preemption period, and the vcore's
  * retry timer sends it once when a notification had to be put off because
@@ -36,10 +36,16 @@
  * WEFT_EV_TIMER when an alarm of this vcore is due: alarms then fire on time
  * even while one uthread keeps the vcore.
  *
- * Cost: per-vcore timers were chosen over one ticker thread: no extra
- * thread competing for the cores, and the tick's decision is made on the
- * vcore that owns the state; the handler returns after a few loads when
- * there is nothing to do. Measured in bench/ (section fairness).
+ * The ticker (WEFT_PREEMPT_TICKER=1, and the fallback where a vcore cannot
+ * have its own timer) is one thread that does the same check from outside
+ * and signals only the vcores that need it (the value of nrun it saw rides
+ * in the signal, so a stale preemption is dropped as above).
+ *
+ * Cost: per-vcore timers are the default: no extra thread competing for the
+ * cores, and the tick's decision is made on the vcore that owns the state;
+ * the handler returns after a few loads when there is nothing to do. Both
+ * are measured in bench/ (section fairness, variants "1 ms" and "1 ms,
+ * ticker").
  */
 #define _GNU_SOURCE
 #include <elf.h>
@@ -240,6 +246,19 @@ static void retry_later(struct weft__vcore *vc)
     timer_settime((timer_t)vc->rtimer, 0, &its, NULL);
 }
 
+/* ticked(): the ticker thread saw nrun == seen on vc for a whole period
+ * (preempt) or found an alarm due (handler, on vc's thread). */
+static void ticked(struct weft__vcore *vc, uintptr_t v)
+{
+    uint64_t seen = v >> 1;
+    if ((v & 1) && vc->current && atomic_load_explicit(&vc->nrun, memory_order_relaxed) == seen) {
+        vc->preempt_for = seen;
+        weft__event_post_bits(vc, 1ull << WEFT_EV_PREEMPT);
+    }
+    if (atomic_load_explicit(&vc->heap.min, memory_order_relaxed) <= clock_ns())
+        weft__event_post_bits(vc, 1ull << WEFT_EV_TIMER);
+}
+
 static void notif_handler(int sig, siginfo_t *si, void *ucv)
 {
     (void)sig;
@@ -250,6 +269,8 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
     counter_add(&vc->st.notifs, 1);
     if (si->si_code == SI_TIMER && si->si_value.sival_int == SIGV_TICK)
         tick(vc);
+    else if (si->si_code == SI_QUEUE && si->si_pid == getpid())
+        ticked(vc, (uintptr_t)si->si_value.sival_ptr);
     struct weft_uthread *ut = vc->current;
     uint64_t bits = atomic_load_explicit(&vc->ev_bits, memory_order_relaxed);
     if (!ut || !bits) {
@@ -267,7 +288,8 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
             counter_add(&vc->st.deferred, 1);
         /* Disabled: weft_notifs_enable delivers. Unsafe code: look again
          * soon, unless the tick will anyway. */
-        if (ut->notif_depth == 0 && atomic_load_explicit(&period_us, memory_order_relaxed) == 0)
+        if (ut->notif_depth == 0 && atomic_load_explicit(&period_us, memory_order_relaxed) == 0 &&
+            atomic_load_explicit(&vc->has_timers, memory_order_relaxed))
             retry_later(vc);
         errno = saved;
         return;
@@ -287,8 +309,109 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
 void weft__notif_signal(struct weft__vcore *vc)
 {
     int saved = errno;
-    syscall(SYS_tgkill, getpid(), vc->tid, notif_sig);
+    syscall(SYS_tgkill, getpid(), atomic_load_explicit(&vc->tid, memory_order_relaxed), notif_sig);
     errno = saved;
+}
+
+/* ---- the ticker: one thread instead of per-vcore tick timers -------------------- */
+
+/* Used for every vcore with WEFT_PREEMPT_TICKER=1, and for a vcore whose
+ * tick timer could not be made (qemu-user has no SIGEV_THREAD_ID timers).
+ * It wakes every period, and signals only the vcores that need it: one busy
+ * with the same uthread since its last look, or with an alarm due. */
+static bool ticker_for_all;              /* WEFT_PREEMPT_TICKER=1; fixed while running */
+static pthread_t ticker;
+static bool ticker_started;              /* weft_init / weft_shutdown (init lock) */
+static _Atomic bool ticker_stop;
+static uint32_t ticker_word;             /* futex: bumped when the ticker must look again */
+
+static void ticker_poke(void)
+{
+    atomic_fetch_add(WEFT__AT(&ticker_word), 1);
+    weft__futex_wake(&ticker_word, 1);
+}
+
+static void ticker_send(struct weft__vcore *vc, uint64_t seen, bool preempt)
+{
+    siginfo_t si = { 0 };
+    si.si_signo = notif_sig;
+    si.si_code = SI_QUEUE;
+    si.si_pid = getpid();
+    si.si_uid = getuid();
+    si.si_value.sival_ptr = (void *)(uintptr_t)(seen << 1 | preempt);
+    syscall(SYS_rt_tgsigqueueinfo, getpid(), atomic_load_explicit(&vc->tid, memory_order_relaxed),
+            notif_sig, &si);
+}
+
+static bool ticks_itself(struct weft__vcore *vc)
+{
+    return !ticker_for_all && atomic_load_explicit(&vc->has_timers, memory_order_acquire);
+}
+
+static void *ticker_main(void *arg)
+{
+    (void)arg;
+    struct weft__runtime *rt = &weft__rt;
+    int n = rt->nvcores;
+    uint64_t *seen = calloc((size_t)n, sizeof *seen), *since = calloc((size_t)n, sizeof *since);
+    for (int i = 0; seen && i < n; i++)
+        seen[i] = UINT64_MAX; /* not looked at yet */
+    while (!atomic_load(&ticker_stop)) {
+        uint32_t word = atomic_load(WEFT__AT(&ticker_word));
+        unsigned us = atomic_load(&period_us);
+        bool needed = us && seen && since;
+        for (int i = 0; needed && i < n && !ticker_for_all; i++)
+            needed = !ticks_itself(&rt->vcores[i]);
+        if (!needed) { /* every vcore ticks itself, or no period: sleep until poked */
+            weft__futex_wait(&ticker_word, word, UINT64_MAX);
+            continue;
+        }
+        weft__futex_wait(&ticker_word, word, clock_ns() + (uint64_t)us * 1000u);
+        uint64_t now = clock_ns();
+        for (int i = 0; i < n; i++) {
+            struct weft__vcore *vc = &rt->vcores[i];
+            if (ticks_itself(vc) || !atomic_load_explicit(&vc->tid, memory_order_relaxed))
+                continue;
+            uint64_t r = atomic_load_explicit(&vc->nrun, memory_order_relaxed);
+            bool busy = weft_vcore_busy(i);
+            if (busy && r == seen[i]) {
+                if (now - since[i] > atomic_load_explicit(&vc->st.longest, memory_order_relaxed))
+                    atomic_store_explicit(&vc->st.longest, now - since[i], memory_order_relaxed);
+                ticker_send(vc, r, true);
+                continue;
+            }
+            seen[i] = r;
+            since[i] = now;
+            if (busy && (atomic_load_explicit(&vc->heap.min, memory_order_relaxed) <= now ||
+                         atomic_load_explicit(&vc->ev_bits, memory_order_relaxed)))
+                ticker_send(vc, r, false); /* an alarm due, or a deferred notification */
+        }
+    }
+    free(seen);
+    free(since);
+    return NULL;
+}
+
+int weft__notif_started(void)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the ticker takes no signals */
+    atomic_store(&ticker_stop, false);
+    int r = pthread_create(&ticker, NULL, ticker_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    ticker_started = r == 0;
+    return r;
+}
+
+void weft__notif_stopping(void)
+{
+    if (!ticker_started)
+        return;
+    atomic_store(&ticker_stop, true);
+    ticker_poke();
+    pthread_join(ticker, NULL);
+    ticker_started = false;
 }
 
 /* ---- the period ---------------------------------------------------------------- */
@@ -317,8 +440,9 @@ int weft_set_preempt_period(unsigned us)
     struct weft__runtime *rt = &weft__rt;
     if (atomic_load_explicit(&rt->state, memory_order_acquire) == WEFT__RUNNING_RT)
         for (int i = 0; i < rt->nvcores; i++)
-            if (rt->vcores[i].has_timers)
-                arm_tick(&rt->vcores[i], us);
+            if (atomic_load(&rt->vcores[i].has_timers))
+                arm_tick(&rt->vcores[i], ticker_for_all ? 0 : us);
+    ticker_poke();
     return 0;
 }
 
@@ -329,7 +453,8 @@ unsigned weft_preempt_period(void)
 
 /* ---- set-up ---------------------------------------------------------------------- */
 
-/* signal_number(): WEFT_NOTIF_SIGNAL if valid, else SIGRTMAX-1. */
+/* signal_number(): WEFT_NOTIF_SIGNAL if valid, else SIGRTMAX-2 (not -1:
+ * qemu-user cannot deliver a guest's SIGRTMAX-1 on aarch64). */
 static int signal_number(void)
 {
     const char *s = getenv("WEFT_NOTIF_SIGNAL");
@@ -341,7 +466,7 @@ static int signal_number(void)
         fprintf(stderr, "weft: ignoring WEFT_NOTIF_SIGNAL=%s (not a real-time signal %d..%d)\n",
                 s, SIGRTMIN, SIGRTMAX);
     }
-    return SIGRTMAX - 1;
+    return SIGRTMAX - 2;
 }
 
 int weft__notif_init(unsigned preempt_us)
@@ -362,6 +487,8 @@ int weft__notif_init(unsigned preempt_us)
                         "set WEFT_NOTIF_SIGNAL to a free real-time signal\n", notif_sig);
         return EBUSY;
     }
+    const char *tk = getenv("WEFT_PREEMPT_TICKER");
+    ticker_for_all = tk && strcmp(tk, "1") == 0;
     find_ranges();
     if (sigaction(notif_sig, &sa, NULL) != 0)
         return EINVAL;
@@ -369,9 +496,9 @@ int weft__notif_init(unsigned preempt_us)
     return 0;
 }
 
-int weft__notif_vcore_start(struct weft__vcore *vc)
+void weft__notif_vcore_start(struct weft__vcore *vc)
 {
-    vc->tid = (int)syscall(SYS_gettid);
+    atomic_store(&vc->tid, (int)syscall(SYS_gettid));
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, notif_sig);
@@ -382,25 +509,26 @@ int weft__notif_vcore_start(struct weft__vcore *vc)
         sev.sigev_notify = SIGEV_THREAD_ID;
         sev.sigev_signo = notif_sig;
         sev.sigev_value.sival_int = i == 0 ? SIGV_TICK : SIGV_RETRY;
-        sev._sigev_un._tid = vc->tid;
+        sev._sigev_un._tid = atomic_load(&vc->tid);
         if (timer_create(CLOCK_MONOTONIC, &sev, &t[i]) != 0) {
             if (i)
                 timer_delete(t[0]);
-            return errno;
+            ticker_poke(); /* the ticker covers this vcore */
+            return;
         }
     }
     vc->ptimer = (void *)t[0];
     vc->rtimer = (void *)t[1];
-    vc->has_timers = true;
-    arm_tick(vc, atomic_load(&period_us));
-    return 0;
+    atomic_store_explicit(&vc->has_timers, true, memory_order_release);
+    arm_tick(vc, ticker_for_all ? 0 : atomic_load(&period_us));
+    ticker_poke();
 }
 
 void weft__notif_vcore_stop(struct weft__vcore *vc)
 {
-    if (!vc->has_timers)
+    if (!atomic_load(&vc->has_timers))
         return;
-    vc->has_timers = false;
+    atomic_store(&vc->has_timers, false);
     timer_delete((timer_t)vc->ptimer);
     timer_delete((timer_t)vc->rtimer);
 }

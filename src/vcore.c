@@ -374,10 +374,7 @@ static void *vcore_thread(void *arg)
     weft__san_thread(&vc->san);
     stack_t ss = { .ss_sp = vc->altstack, .ss_size = WEFT__ALTSTACK_SIZE, .ss_flags = 0 };
     sigaltstack(&ss, NULL);
-    int e = weft__notif_vcore_start(vc);
-    if (e)
-        fprintf(stderr, "weft: vcore %d: no notification timers (%s); it will not be preempted\n",
-                vc->id, strerror(e));
+    weft__notif_vcore_start(vc); /* without its own timers, the ticker serves it */
 
     /* Enter vcore context; weft__vcore_loop comes back here to exit. */
     weft__san_switch(&vc->san, &vc->san, vc->stack_lo, vc->stack_size);
@@ -796,7 +793,9 @@ int weft_init(const struct weft_config *cfg)
         if (r)
             goto fail_threads;
     }
-    r = 0;
+    r = weft__notif_started();
+    if (r)
+        goto fail_threads;
     goto out;
 
 fail_threads:
@@ -848,6 +847,7 @@ void weft_shutdown(void)
     while (atomic_load_explicit(&rt->outside_wakers, memory_order_acquire))
         sched_yield(); /* a kernel thread is finishing a wake-up: a few instructions */
     atomic_store(&rt->state, WEFT__STOPPING);
+    weft__notif_stopping(); /* no more ticks aimed at the vcores */
     for (int i = 0; i < rt->nvcores; i++)
         vcore_signal(&rt->vcores[i]);
     for (int i = 0; i < rt->nvcores; i++)

@@ -9,7 +9,7 @@
  *
  * Notifications. A vcore that is running a uthread is interrupted by a
  * signal to its kernel thread (the stand-in for an inter-processor
- * interrupt): by default SIGRTMAX-1, or the signal number in
+ * interrupt): by default SIGRTMAX-2, or the signal number in
  * WEFT_NOTIF_SIGNAL (a real-time signal between SIGRTMIN and SIGRTMAX).
  * weft_init() fails with EBUSY if the application already handles that
  * signal. The signal switches the uthread out into vcore context, which
