@@ -175,6 +175,8 @@ struct weft__runtime {
     int maxvcores;                   /* CPUs in the affinity mask; fixed */
     struct weft__vcore *vcores;      /* fixed while running */
     const struct weft_sched_ops *ops;/* fixed while running */
+    bool sched_foreign;              /* ops is an application's (not in weft_text);
+                                        fixed while running */
     size_t stack_size;               /* default stack size; fixed while running */
     _Alignas(WEFT__CACHELINE) _Atomic int nspinning; /* vcores spinning for work */
     _Atomic int nparked;             /* vcores on the idle list */

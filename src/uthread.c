@@ -115,9 +115,10 @@ void weft_uthread_runnable(struct weft_uthread *t)
                                                  memory_order_acq_rel, memory_order_relaxed))
         weft__panic("uthread %llu made runnable while in state %d (invariant 1: a uthread "
                     "is on at most one run queue)", (unsigned long long)t->id, exp);
-    /* From a uthread, the scheduler's code (maybe an application's, holding
-     * its queue lock) must not be preempted: in_sched defers notifications. */
-    struct weft_uthread *me = vc ? vc->current : NULL;
+    /* From a uthread, an application's scheduler (holding its queue lock)
+     * must not be preempted: in_sched defers notifications. (The built-in
+     * ones are weft's code, which is never preempted anyway.) */
+    struct weft_uthread *me = WEFT__UNLIKELY(weft__rt.sched_foreign) && vc ? vc->current : NULL;
     if (me) {
         me->in_sched++;
         atomic_signal_fence(memory_order_seq_cst);

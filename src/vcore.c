@@ -763,6 +763,7 @@ int weft_init(const struct weft_config *cfg)
     rt->nvcores = s.vcores;
     rt->stack_size = s.stack_size;
     rt->ops = s.ops;
+    rt->sched_foreign = s.ops != &weft__sched_ws && s.ops != &weft__sched_fifo;
     rt->idle = NULL;
     atomic_store(&rt->nspinning, 0);
     atomic_store(&rt->nparked, 0);

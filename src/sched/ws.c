@@ -4,8 +4,15 @@
  * Written only against <weft/sched.h>, like an application's scheduler.
  *  - A uthread made runnable goes to the queue of the vcore it last ran on
  *    (or the one asked for at spawn, or the spawner's, or round robin from
- *    outside), at the back.
- *  - A yielding uthread goes to the back of its own vcore's queue.
+ *    outside). A fresh one goes to the back; one that has run before and
+ *    was woken goes behind the other woken ones at the front (wtail marks
+ *    where they end), ahead of the uthreads that were paused (yield,
+ *    preemption): a sleeper whose alarm fired runs at the vcore's next
+ *    decision after the woken before it, not behind every CPU-bound
+ *    uthread, and a batch of wake-ups (alarms in deadline order, the
+ *    poller's events) keeps its order. Decisions taken from woken ones
+ *    count in the NEXT_CHAIN bound below, so wake-ups cannot starve the rest.
+ *  - A yielding or preempted uthread goes to the back of its own vcore's queue.
  *  - A vcore runs the front of its queue; when it is empty it picks two
  *    other vcores at random and steals the older half of the longer queue
  *    (WEFT_PINNED uthreads are never stolen).
@@ -39,9 +46,10 @@
 #include <weft/sched.h>
 
 struct rq {
-    weft_spinlock_t lock;            /* head, tail, len */
+    weft_spinlock_t lock;            /* head, tail, wtail, len */
     _Atomic unsigned len;            /* written under lock, read anywhere */
     struct weft_uthread *head, *tail;/* linked by weft_uthread_link()->next */
+    struct weft_uthread *wtail;      /* last of the woken uthreads at the front, or NULL */
     struct weft_uthread *_Atomic next; /* runs next; exchanged, no lock */
     unsigned chain;                  /* decisions in a row taken from next;
                                         owned by this queue's vcore */
@@ -74,25 +82,57 @@ static void push_locked(struct rq *q, struct weft_uthread *t)
                           memory_order_relaxed);
 }
 
-static struct weft_uthread *pop_locked(struct rq *q)
+/* push_woken_locked() queues t behind the uthreads woken before it, ahead
+ * of those that were paused or are fresh. */
+static void push_woken_locked(struct rq *q, struct weft_uthread *t)
 {
-    struct weft_uthread *t = q->head;
-    if (t) {
-        q->head = weft_uthread_link(t)->next;
-        if (!q->head)
-            q->tail = NULL;
-        atomic_store_explicit(&q->len, atomic_load_explicit(&q->len, memory_order_relaxed) - 1,
-                              memory_order_relaxed);
+    struct weft_uthread *after = q->wtail;
+    if (!after) {
+        weft_uthread_link(t)->next = q->head;
+        q->head = t;
+    } else {
+        weft_uthread_link(t)->next = weft_uthread_link(after)->next;
+        weft_uthread_link(after)->next = t;
     }
-    return t;
+    if (q->tail == after)
+        q->tail = t;
+    q->wtail = t;
+    atomic_store_explicit(&q->len, atomic_load_explicit(&q->len, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
 }
 
-static struct weft_uthread *pop(struct rq *q)
+/* unlink_locked() removes t, which follows prev (NULL: t is the head). */
+static void unlink_locked(struct rq *q, struct weft_uthread *prev, struct weft_uthread *t)
+{
+    struct weft_uthread *next = weft_uthread_link(t)->next;
+    if (prev)
+        weft_uthread_link(prev)->next = next;
+    else
+        q->head = next;
+    if (q->tail == t)
+        q->tail = prev;
+    if (q->wtail == t)
+        q->wtail = prev;
+    atomic_store_explicit(&q->len, atomic_load_explicit(&q->len, memory_order_relaxed) - 1,
+                          memory_order_relaxed);
+}
+
+/* pop() takes the front of q; with skip_woken, the first uthread behind the
+ * woken ones (if there is one). *woken says which kind it took. */
+static struct weft_uthread *pop(struct rq *q, bool skip_woken, bool *woken)
 {
     if (!atomic_load_explicit(&q->len, memory_order_relaxed))
         return NULL;
     weft_spin_lock(&q->lock);
-    struct weft_uthread *t = pop_locked(q);
+    struct weft_uthread *prev = NULL, *t = q->head;
+    if (skip_woken && q->wtail && weft_uthread_link(q->wtail)->next) {
+        prev = q->wtail;
+        t = weft_uthread_link(prev)->next;
+    }
+    if (t) {
+        *woken = q->wtail && !prev;
+        unlink_locked(q, prev, t);
+    }
     weft_spin_unlock(&q->lock);
     return t;
 }
@@ -118,12 +158,7 @@ static struct weft_uthread *steal_half(struct rq *v, struct weft_uthread **rest,
         if (weft_uthread_link(t)->flags & WEFT_PINNED) {
             prev = t;
         } else {
-            if (prev)
-                weft_uthread_link(prev)->next = next;
-            else
-                v->head = next;
-            if (v->tail == t)
-                v->tail = prev;
+            unlink_locked(v, prev, t);
             weft_uthread_link(t)->next = NULL;
             if (tail)
                 weft_uthread_link(tail)->next = t;
@@ -134,8 +169,6 @@ static struct weft_uthread *steal_half(struct rq *v, struct weft_uthread **rest,
         }
         t = next;
     }
-    atomic_store_explicit(&v->len, atomic_load_explicit(&v->len, memory_order_relaxed) - got,
-                          memory_order_relaxed);
     weft_spin_unlock(&v->lock);
     *rest = first ? weft_uthread_link(first)->next : NULL;
     *nrest = got ? got - 1 : 0;
@@ -222,11 +255,12 @@ static void sched_entry_ws(void)
     int me = weft_vcore_id();
     struct rq *q = &rqs[me];
     struct weft_uthread *t = NULL;
+    bool woken = false;
     if (q->chain < NEXT_CHAIN && (t = take_next(q)) != NULL) {
         q->chain++;
     } else {
-        q->chain = 0;
-        t = pop(q);
+        t = pop(q, q->chain >= NEXT_CHAIN, &woken);
+        q->chain = woken ? q->chain + 1 : 0;
         if (!t)
             t = take_next(q);
     }
@@ -264,7 +298,10 @@ static void thread_runnable_ws(struct weft_uthread *t)
         }
     }
     weft_spin_lock(&q->lock);
-    push_locked(q, t);
+    if (weft_uthread_link(t)->sched_flags & WS_RAN)
+        push_woken_locked(q, t); /* woken: ahead of the paused and the fresh */
+    else
+        push_locked(q, t);
     weft_spin_unlock(&q->lock); /* t may run, even finish, elsewhere from here on */
     if (pinned)
         weft_vcore_wake(v); /* nobody else may run it */
@@ -296,6 +333,8 @@ static struct weft_uthread *thread_yield_ws(struct weft_uthread *t)
     weft_spin_lock(&q->lock);
     struct weft_uthread *next = q->head;
     if (next) {
+        if (q->wtail == next)
+            q->wtail = NULL;
         weft_uthread_link(t)->next = NULL;
         weft_uthread_link(q->tail)->next = t;
         q->head = weft_uthread_link(next)->next ? weft_uthread_link(next)->next : t;
@@ -318,7 +357,7 @@ static int init_ws(int nvcores)
         rqs[i].lock = (weft_spinlock_t)WEFT_SPINLOCK_INIT;
         atomic_init(&rqs[i].len, 0);
         lones[i] = (struct lone){ .victim = -1 };
-        rqs[i].head = rqs[i].tail = NULL;
+        rqs[i].head = rqs[i].tail = rqs[i].wtail = NULL;
         atomic_init(&rqs[i].next, NULL);
         rqs[i].chain = 0;
     }
