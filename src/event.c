@@ -122,8 +122,7 @@ void weft__events_handle(struct weft__vcore *vc)
         weft__timers_run(vc, weft__now_ns());
         n++;
     }
-    if ((bits & (1ull << WEFT_EV_IO)) &&
-        atomic_load_explicit(&weft__io_nwaiting, memory_order_relaxed) > 0) {
+    if (bits & (1ull << WEFT_EV_IO)) {
         weft__io_poll_if_stale(weft__now_ns());
         n++;
     }

@@ -390,6 +390,8 @@ bool weft__io_active(void);
 /* weft__io_poll() waits for I/O until deadline (0 = just look), wakes the
  * waiters of what it found and returns how many. */
 int weft__io_poll(uint64_t deadline);
+/* weft__io_stale(): uthreads wait for I/O and nobody has polled for 200 us. */
+bool weft__io_stale(uint64_t now);
 /* weft__io_poll_if_stale() looks, without blocking, if nobody has for a while. */
 void weft__io_poll_if_stale(uint64_t now);
 /* weft__io_wakeup() interrupts the vcore blocked in weft__io_poll(). */

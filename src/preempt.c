@@ -33,8 +33,9 @@
  * since the previous tick, it has run for at least a whole period. The tick
  * posts WEFT_EV_PREEMPT with preempt_for = nrun, so a preemption that had to
  * wait is dropped if the uthread switched meanwhile. It also posts
- * WEFT_EV_TIMER when an alarm of this vcore is due: alarms then fire on time
- * even while one uthread keeps the vcore.
+ * WEFT_EV_TIMER when an alarm of this vcore is due, and WEFT_EV_IO when
+ * uthreads wait for I/O and nobody polled for 200 us: alarms fire and I/O
+ * is noticed on time even while one uthread keeps every vcore.
  *
  * The ticker (WEFT_PREEMPT_TICKER=1, and the fallback where a vcore cannot
  * have its own timer) is one thread that does the same check from outside
@@ -221,6 +222,16 @@ static uint64_t clock_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* post_due(): an alarm of vc is due, or I/O waits and nobody polled: ask
+ * vcore context to look, without preempting the uthread. */
+static void post_due(struct weft__vcore *vc, uint64_t now)
+{
+    if (atomic_load_explicit(&vc->heap.min, memory_order_relaxed) <= now)
+        weft__event_post_bits(vc, 1ull << WEFT_EV_TIMER);
+    if (weft__io_stale(now))
+        weft__event_post_bits(vc, 1ull << WEFT_EV_IO);
+}
+
 /* tick(): a period passed on vc (its own thread, in the handler). */
 static void tick(struct weft__vcore *vc)
 {
@@ -236,8 +247,7 @@ static void tick(struct weft__vcore *vc)
         vc->tick_nrun = n;
         vc->stretch_start = now;
     }
-    if (atomic_load_explicit(&vc->heap.min, memory_order_relaxed) <= now)
-        weft__event_post_bits(vc, 1ull << WEFT_EV_TIMER);
+    post_due(vc, now);
 }
 
 static void retry_later(struct weft__vcore *vc)
@@ -255,8 +265,7 @@ static void ticked(struct weft__vcore *vc, uintptr_t v)
         vc->preempt_for = seen;
         weft__event_post_bits(vc, 1ull << WEFT_EV_PREEMPT);
     }
-    if (atomic_load_explicit(&vc->heap.min, memory_order_relaxed) <= clock_ns())
-        weft__event_post_bits(vc, 1ull << WEFT_EV_TIMER);
+    post_due(vc, clock_ns());
 }
 
 static void notif_handler(int sig, siginfo_t *si, void *ucv)
@@ -383,8 +392,9 @@ static void *ticker_main(void *arg)
             seen[i] = r;
             since[i] = now;
             if (busy && (atomic_load_explicit(&vc->heap.min, memory_order_relaxed) <= now ||
+                         weft__io_stale(now) ||
                          atomic_load_explicit(&vc->ev_bits, memory_order_relaxed)))
-                ticker_send(vc, r, false); /* an alarm due, or a deferred notification */
+                ticker_send(vc, r, false); /* alarm or poll due, or a deferred notification */
         }
     }
     free(seen);

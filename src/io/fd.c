@@ -116,9 +116,15 @@ int weft__io_poll(uint64_t deadline)
     return n;
 }
 
+bool weft__io_stale(uint64_t now)
+{
+    return atomic_load_explicit(&weft__io_nwaiting, memory_order_relaxed) > 0 &&
+           now - atomic_load_explicit(&last_poll, memory_order_relaxed) >= 200000;
+}
+
 void weft__io_poll_if_stale(uint64_t now)
 {
-    if (now - atomic_load_explicit(&last_poll, memory_order_relaxed) >= 200000)
+    if (weft__io_stale(now))
         weft__io_poll(0);
 }
 
