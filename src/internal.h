@@ -309,6 +309,9 @@ void weft__notif_vcore_start(struct weft__vcore *vc);
 /* weft__notif_started(): the vcores run; start the ticker (0 or errno).
  * weft__notif_stopping(): stop it, before the vcores are freed. */
 int weft__notif_started(void);
+/* weft__notif_sleeping(): vc is about to sleep in the kernel (true) or woke
+ * (false): its tick timer stops and starts again. */
+void weft__notif_sleeping(struct weft__vcore *vc, bool asleep);
 void weft__notif_stopping(void);
 void weft__notif_vcore_stop(struct weft__vcore *vc);
 /* The handler stays installed after weft_shutdown(): a notification racing

@@ -250,9 +250,16 @@ static void tick(struct weft__vcore *vc)
     post_due(vc, now);
 }
 
+/* retry_later(): look again soon at a notification that landed in unsafe
+ * code: after a quarter period (at most RETRY_NS), so a uthread that spends
+ * most of its time in libc is still caught in its own code within about a
+ * period. */
 static void retry_later(struct weft__vcore *vc)
 {
-    struct itimerspec its = { .it_value = { 0, RETRY_NS } };
+    uint64_t ns = (uint64_t)atomic_load_explicit(&period_us, memory_order_relaxed) * 250u;
+    if (!ns || ns > RETRY_NS)
+        ns = RETRY_NS;
+    struct itimerspec its = { .it_value = { 0, (long)ns } };
     timer_settime((timer_t)vc->rtimer, 0, &its, NULL);
 }
 
@@ -296,9 +303,8 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
         if (bits & (1ull << WEFT_EV_PREEMPT))
             counter_add(&vc->st.deferred, 1);
         /* Disabled: weft_notifs_enable delivers. Unsafe code: look again
-         * soon, unless the tick will anyway. */
-        if (ut->notif_depth == 0 && atomic_load_explicit(&period_us, memory_order_relaxed) == 0 &&
-            atomic_load_explicit(&vc->has_timers, memory_order_relaxed))
+         * soon. */
+        if (ut->notif_depth == 0 && atomic_load_explicit(&vc->has_timers, memory_order_relaxed))
             retry_later(vc);
         errno = saved;
         return;
@@ -530,8 +536,21 @@ void weft__notif_vcore_start(struct weft__vcore *vc)
     vc->ptimer = (void *)t[0];
     vc->rtimer = (void *)t[1];
     atomic_store_explicit(&vc->has_timers, true, memory_order_release);
-    arm_tick(vc, ticker_for_all ? 0 : atomic_load(&period_us));
+    /* A weft_set_preempt_period() between our load and our arming may have
+     * armed us first: arm until the period we armed is the current one. */
+    unsigned us;
+    do {
+        us = atomic_load(&period_us);
+        arm_tick(vc, ticker_for_all ? 0 : us);
+    } while (us != atomic_load(&period_us));
     ticker_poke();
+}
+
+void weft__notif_sleeping(struct weft__vcore *vc, bool asleep)
+{
+    unsigned us = atomic_load_explicit(&period_us, memory_order_relaxed);
+    if (us && !ticker_for_all && atomic_load_explicit(&vc->has_timers, memory_order_relaxed))
+        arm_tick(vc, asleep ? 0 : us);
 }
 
 void weft__notif_vcore_stop(struct weft__vcore *vc)

@@ -589,7 +589,9 @@ static void vcore_park(struct weft__vcore *vc)
         }
     }
     weft__spin_unlock(&rt->idle_lock);
+    weft__notif_sleeping(vc, true); /* no preemption ticks while asleep */
     vcore_sleep(vc, duty, deadline);
+    weft__notif_sleeping(vc, false);
     struct weft__vcore *heir = NULL; /* who takes over the duty */
     weft__spin_lock(&rt->idle_lock);
     if (rt->timer_sleeper == vc->id) {

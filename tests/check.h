@@ -32,6 +32,18 @@
 #include <weft/weft.h>
 #include <weft/sched.h>
 
+/* TEST_TSAN: 1 in a ThreadSanitizer build (gcc or clang). */
+#if defined(__SANITIZE_THREAD__)
+#define TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TEST_TSAN 1
+#endif
+#endif
+#ifndef TEST_TSAN
+#define TEST_TSAN 0
+#endif
+
 #ifdef WEFT_TEST_SANITIZED
 #define SCALE(normal, sanitized) (sanitized)
 #define WATCHDOG_SECS 540u

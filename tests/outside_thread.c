@@ -3,16 +3,19 @@
  * runtime's life cycle.
  *
  * Proves: weft_init rejects bad configurations without starting anything
- * (vcores > weft_max_vcores(), negative vcores, preempt_us, unknown
- * scheduler); the runtime starts lazily on first use with the environment's
- * vcore count; weft_init while running is EBUSY; main and extra pthreads can
- * spawn, join (each other's uthreads too), and share mutex/sem/cond with
- * uthreads; weft_park outside a uthread is EPERM; weft_exit in a pthread is
- * pthread_exit; weft_shutdown from a uthread does nothing; weft_shutdown
- * waits for detached uthreads, stops the vcores, and weft_init (or lazy start)
- * works again afterwards with ids still unique.
+ * (vcores > weft_max_vcores(), negative vcores, a preemption period below
+ * 10 us or above 10 s, unknown scheduler); preempt_us = 100 starts (the
+ * period reads back as 100) and shuts down; the runtime starts lazily on
+ * first use with the environment's vcore count; weft_init while running is
+ * EBUSY; main and extra pthreads can spawn, join (each other's uthreads too),
+ * and share mutex/sem/cond with uthreads; weft_park outside a uthread is
+ * EPERM; weft_exit in a pthread is pthread_exit; weft_shutdown from a uthread
+ * does nothing; weft_shutdown waits for detached uthreads, stops the vcores,
+ * and weft_init (or lazy start) works again afterwards with ids still unique.
  */
 #include "check.h"
+
+#include <weft/event.h>
 
 static int expected_vcores(void)
 {
@@ -37,8 +40,13 @@ static void check_bad_init_before_start(void)
     c.vcores = -1;
     CHECK_RC(weft_init(&c), EINVAL);
     c.vcores = 0;
-    c.preempt_us = 100;
-    CHECK_RC(weft_init(&c), ENOTSUP);
+    static const unsigned bad_periods[] = { 1, 9, 10000001, 4000000000u };
+    for (size_t i = 0; i < sizeof bad_periods / sizeof bad_periods[0]; i++) {
+        c.preempt_us = bad_periods[i];
+        int rc = weft_init(&c);
+        CHECK(rc == EINVAL, "weft_init with preempt_us = %u returned %d (%s), expected EINVAL",
+              bad_periods[i], rc, check_errname(rc));
+    }
     c.preempt_us = 0;
     c.sched = "no-such-scheduler";
     CHECK_RC(weft_init(&c), EINVAL);
@@ -49,6 +57,22 @@ static void check_bad_init_before_start(void)
 static void *plus_one(void *arg)
 {
     return (void *)((uintptr_t)arg + 1);
+}
+
+static void check_preempt_init(void)
+{
+    check_phase("weft_init with preempt_us = 100");
+    struct weft_config c = { .preempt_us = 100 };
+    CHECK_RC(weft_init(&c), 0);
+    CHECK(weft_num_vcores() == expected_vcores(), "preempt_us = 100 gave %d vcores",
+          weft_num_vcores());
+    CHECK(weft_preempt_period() == 100, "weft_preempt_period() = %u with preempt_us = 100",
+          weft_preempt_period());
+    CHECK(in_uthread(plus_one, (void *)1) == (void *)2, "a uthread with preemption on");
+    weft_shutdown();
+    CHECK(weft_num_vcores() == 0, "weft_num_vcores() = %d after shutdown", weft_num_vcores());
+    /* The rest of this test runs cooperatively, as before. */
+    CHECK_RC(weft_set_preempt_period(0), 0);
 }
 
 static void check_lazy_start(void)
@@ -321,6 +345,7 @@ int main(void)
 {
     check_watchdog(WATCHDOG_SECS);
     check_bad_init_before_start();
+    check_preempt_init();
     check_lazy_start();
     check_main_side_calls();
     check_pthread_spawn_join();
