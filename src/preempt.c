@@ -49,6 +49,7 @@
  * ticker").
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -123,14 +124,17 @@ static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
-#if defined(WEFT_ASAN) || defined(WEFT_TSAN)
 /* sanitizer_range(): clang links its sanitizer runtime into the program
  * itself, as one block of whole archives ahead of the program's own
  * objects: the range from its lowest to its highest function, read from
  * the program's symbol table. (Checked on the tests: main and the test's
- * functions lie above it.) */
+ * functions lie above it.) Only when the program has such a runtime (its
+ * init function is exported), whether or not weft itself was built with it. */
 static void sanitizer_range(void)
 {
+    if (!dlsym(RTLD_DEFAULT, "__asan_init") && !dlsym(RTLD_DEFAULT, "__tsan_init") &&
+        !dlsym(RTLD_DEFAULT, "__ubsan_handle_add_overflow"))
+        return;
     /* Plain and mangled (namespaces __asan, __sanitizer, ...) names. */
     static const char *const marks[] = { "__asan", "__lsan", "__ubsan", "__tsan", "__sanitizer",
                                          "__interceptor_", "__interception" };
@@ -172,7 +176,6 @@ static void sanitizer_range(void)
     if (lo < hi)
         add_range(lo + main_bias, hi + main_bias);
 }
-#endif
 
 static void find_ranges(void)
 {
@@ -181,9 +184,7 @@ static void find_ranges(void)
     if (__start_weft_text && __stop_weft_text)
         add_range((uintptr_t)__start_weft_text, (uintptr_t)__stop_weft_text);
     dl_iterate_phdr(phdr_cb, NULL);
-#if defined(WEFT_ASAN) || defined(WEFT_TSAN)
     sanitizer_range();
-#endif
 }
 
 static uintptr_t interrupted_pc(const void *ucv)
