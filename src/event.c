@@ -118,12 +118,16 @@ void weft__events_handle(struct weft__vcore *vc)
         vc->preempt_now = vc->preempt_for == atomic_load_explicit(&vc->nrun, memory_order_relaxed);
         n++;
     }
+    /* Alarms and I/O found by a tick: whoever they wake should not wait
+     * for the running uthread's period to end (wakeup preemption). */
     if (bits & (1ull << WEFT_EV_TIMER)) {
-        weft__timers_run(vc, weft__now_ns());
+        if (weft__timers_run(vc, weft__now_ns()))
+            vc->preempt_now = true;
         n++;
     }
     if (bits & (1ull << WEFT_EV_IO)) {
-        weft__io_poll_if_stale(weft__now_ns());
+        if (weft__io_stale(weft__now_ns()) && weft__io_poll(0) > 0)
+            vc->preempt_now = true;
         n++;
     }
     if (bits & WEFT__EV_QUEUED) {

@@ -131,6 +131,7 @@ struct weft__vcore {
     _Atomic uint64_t nrun;           /* uthreads run here (run_on); own vcore writes */
     bool preempt_now;                /* vcore context: handle_events saw a preemption
                                         for the uthread being delivered */
+    bool in_tick;                    /* the handler is inside tick(); handler only */
     uint64_t preempt_for;            /* the nrun the pending preemption is meant for;
                                         written by the tick (this thread's handler) */
     uint64_t tick_nrun;              /* nrun at the last tick; handler only */
@@ -278,7 +279,8 @@ static inline struct weft_uthread *weft__vcore_arrive(struct weft__vcore *vc)
 
 /* weft__events_handle() runs the handlers of everything posted to vc (vcore
  * context). Sets vc->preempt_now if a preemption is due for the uthread that
- * ran last here (nrun unchanged since the tick asked for it). */
+ * ran last here (nrun unchanged since the tick asked for it), or if a tick's
+ * alarm or I/O event woke uthreads (they run first). */
 void weft__events_handle(struct weft__vcore *vc);
 /* weft__event_post_bits() posts weft's own payload-less events (a mask of
  * 1 << WEFT_EV_*) to vc without a lock: signal handlers use it. */

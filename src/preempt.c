@@ -236,10 +236,14 @@ static void post_due(struct weft__vcore *vc, uint64_t now)
 /* tick(): a period passed on vc (its own thread, in the handler). */
 static void tick(struct weft__vcore *vc)
 {
+    if (vc->in_tick)
+        return; /* a tick that caught up with a tick (SA_NODEFER) */
+    vc->in_tick = true;
+    atomic_signal_fence(memory_order_seq_cst);
     uint64_t now = clock_ns();
     uint64_t n = atomic_load_explicit(&vc->nrun, memory_order_relaxed);
     if (vc->current && n == vc->tick_nrun) {
-        uint64_t stretch = now - vc->stretch_start;
+        uint64_t stretch = now > vc->stretch_start ? now - vc->stretch_start : 0;
         if (stretch > atomic_load_explicit(&vc->st.longest, memory_order_relaxed))
             atomic_store_explicit(&vc->st.longest, stretch, memory_order_relaxed);
         vc->preempt_for = n;
@@ -249,6 +253,8 @@ static void tick(struct weft__vcore *vc)
         vc->stretch_start = now;
     }
     post_due(vc, now);
+    atomic_signal_fence(memory_order_seq_cst);
+    vc->in_tick = false;
 }
 
 /* retry_later(): look again soon at a notification that landed in unsafe
