@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 from benchlib import ROOT, SPREAD_FLAG, fmt_spread, fmt_value, is_weft
 
@@ -25,7 +27,8 @@ HISTORY_KEEP = 50
 
 # Targets of the issues, each: text, section, weft impl, peer impls (best of
 # them counts), param, and the smallest allowed "weft is better" ratio (peer
-# time ÷ weft time, or weft rate ÷ peer rate). "{ALL}" is the all-vcores label.
+# time ÷ weft time, or weft rate ÷ peer rate). "{ALL}" is the all-vcores label;
+# an impl ending in "*" matches any suffix.
 TARGETS = [
     ("yield, 2 threads: weft ≤ 1.0× Boost.Fiber's time", "yield", "weft", ["boost.fiber"],
      "threads=2", 1.0),
@@ -49,7 +52,27 @@ TARGETS = [
     ("HTTP: weft httpd ≥ 0.9× nginx requests/s (issue 3)", "http", "weft", ["nginx"], "c=100", 0.9),
     ("HTTP: weft httpd ≥ 2× thread-per-connection requests/s (issue 3)", "http", "weft",
      ["pthread"], "c=100", 2.0),
+    ("fairness: preemption every 10 ms costs ≤ 2 % of the total time of no preemption "
+     "(issue 5)", "fairness", "weft-preempt-10ms", ["weft-nopreempt"], "threads=1024", 1 / 1.02),
+] + [
+    (f"fairness: weft, {how}, finishes before 1024 pthreads (issue 5)", "fairness", impl,
+     ["pthread"], "threads=1024", 1.0)
+    for how, impl in (("no preemption", "weft-nopreempt"),
+                      ("100 ms preemption", "weft-preempt-100ms"),
+                      ("10 ms preemption", "weft-preempt-10ms"),
+                      ("1 ms preemption", "weft-preempt-1ms"),
+                      ("a yield every ~1 ms", "weft-yield-*"))   # * : any yield interval
 ]
+
+# Targets that bound a weft value itself: text, section, weft impl, the
+# largest allowed median (in the row's unit). Any param.
+LIMITS = [
+    ("wake-up latency: p99 ≤ 3 ms with a 1 ms preemption period (issue 5)", "wakelat",
+     "weft-preempt-1ms", 3.0),
+]
+
+# The fairness plot's weft variants, in row order.
+VARIANT_COLOURS = ["#d62728", "#ff7f0e", "#9467bd", "#1f77b4", "#e377c2", "#2ca02c", "#bcbd22"]
 
 # Colours per family, so a peer has the same colour in every plot.
 FAMILY_COLOURS = [("weft", "#d62728"), ("go", "#17becf"), ("boost.fiber", "#2ca02c"),
@@ -96,6 +119,8 @@ def summary_lines(data: dict) -> list[dict]:
     for (section, group), rows in by_group.items():
         if section == "ring" and ",threads=10000," not in group + ",":
             continue                       # the ring's summary: 10 000 threads
+        if all(is_weft(r["impl"]) for r in rows):
+            continue                       # weft against itself (wakelat): the targets say it
         floors = set(secs.get(section, {}).get("floors", []))
         w = best([r for r in rows if is_weft(r["impl"])])
         p = best([r for r in rows if not is_weft(r["impl"]) and r["impl"] not in floors])
@@ -109,9 +134,11 @@ def summary_lines(data: dict) -> list[dict]:
     return out
 
 
-def find(data: dict, section: str, impl: str, param: str) -> dict | None:
+def find(data: dict, section: str, impl: str, param: str | None) -> dict | None:
+    """The row of impl (a trailing * matches any suffix) and param (None: any)."""
     for r in data["rows"]:
-        if r["section"] == section and r["impl"] == impl and r["param"] == param:
+        name_ok = (r["impl"].startswith(impl[:-1]) if impl.endswith("*") else r["impl"] == impl)
+        if r["section"] == section and name_ok and param in (None, r["param"]):
             return r
     return None
 
@@ -133,6 +160,14 @@ def targets(data: dict) -> list[dict]:
         out.append({"target": text, "status": "met" if ratio >= bound else "not met",
                     "ratio": ratio, "bound": bound, "noisy": noisy, "peer": p["impl"],
                     "weft_median": w["median"], "peer_median": p["median"], "unit": w["unit"]})
+    for text, section, wimpl, limit in LIMITS:
+        w = find(data, section, wimpl, None)
+        if not (w and w["median"] is not None):
+            out.append({"target": text, "status": "cannot tell", "why": "no weft result"})
+            continue
+        out.append({"target": text, "status": "met" if w["median"] <= limit else "not met",
+                    "limit": limit, "noisy": (w["spread"] or 0) > SPREAD_FLAG,
+                    "weft_median": w["median"], "unit": w["unit"]})
     return out
 
 
@@ -193,6 +228,9 @@ def plots(data: dict) -> dict[str, str]:
             ax1.legend(fontsize=8)
         save(fig, f"ring-n{n}.png", f"ring N={n}", "ring")
 
+    fairness_plot(plt, rows, save)
+    wakelat_plot(plt, rows, save)
+
     # Other sections: horizontal bars per row, grouped by param.
     for section in ("baseline", "yield", "spawn", "pingpong", "mutex", "netpingpong", "http"):
         rs = [r for r in rows if r["section"] == section and r["median"]]
@@ -233,6 +271,76 @@ def plots(data: dict) -> dict[str, str]:
             ax.legend(fontsize=6, ncol=2)
         save(fig, "history.png", "history", "history")
     return images
+
+
+def details(r: dict, key: str) -> list:
+    """The values of one extra token of a row's RESULT lines, one per kept run."""
+    return [d[key] for d in r.get("details") or [] if key in d]
+
+
+def detail_median(r: dict, key: str) -> float | None:
+    xs = [float(x) for x in details(r, key)]
+    return statistics.median(xs) if xs else None
+
+
+def fairness_curve(r: dict) -> tuple[list[float], list[int]] | None:
+    """Threads completed against time: the pointwise median of the kept runs'
+    curves, from (0, 0) through the first finish; None without curves."""
+    curves = [[float(x) for x in c.split(",")] for c in details(r, "curve")]
+    points = {int(float(p)) for p in details(r, "points")}
+    if not curves or len(points) != 1 or any(len(c) != len(curves[0]) for c in curves):
+        return None
+    threads, npts = int(r["param"].split("threads=")[1]), points.pop()
+    times = [statistics.median(c[j] for c in curves) for j in range(npts)]
+    counts = [(j + 1) * threads // npts for j in range(npts)]
+    return [0.0, detail_median(r, "first") or 0.0] + times, [0, 1] + counts
+
+
+Saver = Callable[[Any, str, str, str], None]     # plots()'s save(fig, name, alt, section)
+
+
+def fairness_plot(plt: Any, rows: list[dict], save: Saver) -> None:
+    rs = [r for r in rows if r["section"] == "fairness" and r["median"]]
+    curves = [(r, fairness_curve(r)) for r in rs]
+    curves = [(r, c) for r, c in curves if c]
+    if not curves:
+        return
+    fig, ax = plt.subplots(figsize=(10, 5.5))
+    for k, (r, (times, counts)) in enumerate(curves):
+        weft = is_weft(r["impl"])
+        ax.plot(times, counts, color=VARIANT_COLOURS[k % len(VARIANT_COLOURS)] if weft
+                else colour(r["impl"]), linestyle="-" if weft else "--",
+                linewidth=max(1.0, 4.0 - 0.6 * k) if weft else 2.5,   # later ones drawn over
+                label=f"{r['impl']} (total {r['median']:.2f} s)")
+    ax.set_xlabel("seconds since the start gate opened")
+    ax.set_ylabel("threads completed")
+    ax.set_title(f"Fairness: threads completed against time ({curves[0][0]['param']}, "
+                 "pointwise median of the kept runs)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    save(fig, "fairness.png", "fairness: threads completed against time", "fairness")
+
+
+def wakelat_plot(plt: Any, rows: list[dict], save: Saver) -> None:
+    rs = [r for r in rows if r["section"] == "wakelat" and r["median"] is not None]
+    if not rs:
+        return
+    fig, ax = plt.subplots(figsize=(9, 0.9 * len(rs) + 1.4))
+    marks = [("p50", "p50", "#9edae5"), ("p99", None, "#d62728"), ("max", "max", "#7f7f7f")]
+    h = 0.27
+    for k, (label, key, col) in enumerate(marks):
+        vals = [(detail_median(r, key) if key else r["median"]) or 1e-3 for r in rs]
+        ax.barh([i + (k - 1) * h for i in range(len(rs))], vals, height=h, color=col,
+                label=label)
+    ax.set_yticks(range(len(rs)), [r["impl"] for r in rs], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.axvline(3.0, color="black", linewidth=0.8, linestyle=":")
+    ax.set_xlabel("ms late after a 1 ms sleep, log scale (median of the runs; dotted: 3 ms)")
+    ax.set_title(f"Wake-up latency under load ({rs[0]['param']})")
+    ax.grid(True, axis="x", which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    save(fig, "wakelat.png", "wake-up latency", "wakelat")
 
 
 # ---------------------------------------------------------------------------
@@ -293,6 +401,43 @@ def row_table(rows: list[dict], rounds: int, extra_cols: list[tuple[str, callabl
     return out
 
 
+def fmt_detail(r: dict, key: str, unit: str = "") -> str:
+    """The median of a detail: a count without unit as an integer."""
+    v = detail_median(r, key)
+    if v is None:
+        return ""
+    return f"{v:,.0f}" if not unit else f"{fmt_value(v) if v >= 1 else f'{v:.3g}'}{unit}"
+
+
+def extra_columns(section: str, rows: list[dict]) -> list[tuple[str, callable]]:
+    """Section-specific columns of the table, from the rows' details."""
+    if section == "fairness":
+        base = next((r for r in rows if r["impl"] == "weft-nopreempt" and r["median"]), None)
+
+        def half(r: dict) -> str:
+            c = fairness_curve(r)
+            if not c:
+                return ""
+            times, counts = c
+            return f"{next(t for t, n in zip(times, counts) if 2 * n >= counts[-1]):.3g} s"
+
+        def vs_base(r: dict) -> str:
+            if not (base and r["median"]) or r is base:
+                return ""
+            return f"{(r['median'] / base['median'] - 1) * 100:+.1f} %"
+
+        return [("first done", lambda r: fmt_detail(r, "first", " s")),
+                ("half done", half), ("vs weft-nopreempt", vs_base),
+                ("preemptions", lambda r: fmt_detail(r, "preempt_taken"))]
+    if section == "wakelat":
+        return [("p50", lambda r: fmt_detail(r, "p50", " ms")),
+                ("max", lambda r: fmt_detail(r, "max", " ms")),
+                ("wake-ups", lambda r: fmt_detail(r, "wakeups")),
+                ("preemptions", lambda r: fmt_detail(r, "preempt_taken")),
+                ("longest stretch", lambda r: fmt_detail(r, "longest_stretch_ms", " ms"))]
+    return []
+
+
 def short_rev(rev: str) -> str:
     return rev[:12] if re.fullmatch("[0-9a-f]{40}", rev) else rev
 
@@ -323,7 +468,8 @@ def render_markdown(data: dict, json_path: Path, images: dict[str, str], lines: 
           "(same number of CPUs); **above 1× weft is better**.", "",
           "| benchmark | comparison | weft | best peer | weft vs best peer |",
           "| --- | --- | --- | --- | ---: |"]
-    order = ["baseline", "yield", "spawn", "pingpong", "mutex", "netpingpong", "ring", "http"]
+    order = ["baseline", "yield", "spawn", "pingpong", "mutex", "netpingpong", "ring", "http",
+             "fairness", "wakelat"]
     lines = sorted(lines, key=lambda x: (order.index(x["section"]) if x["section"] in order else 99,
                                          x["group"]))
     for x in lines:
@@ -342,14 +488,19 @@ def render_markdown(data: dict, json_path: Path, images: dict[str, str], lines: 
         if t["status"] == "cannot tell":
             md.append(f"| {t['target']} | cannot tell ({t['why']}) | | | |")
             continue
-        md.append(f"| {t['target']} | **{t['status']}**{' (noisy)' if t['noisy'] else ''} | "
-                  f"{t['ratio']:.3g}× (needs ≥ {t['bound']:g}×) | "
-                  f"{fmt_value(t['weft_median'])} {t['unit']} | {t['peer']} "
-                  f"{fmt_value(t['peer_median'])} {t['unit']} |")
+        status = f"**{t['status']}**{' (noisy)' if t['noisy'] else ''}"
+        weft = f"{fmt_value(t['weft_median'])} {t['unit']}"
+        if "limit" in t:
+            md.append(f"| {t['target']} | {status} | {weft} (needs ≤ {t['limit']:.3g} "
+                      f"{t['unit']}) | {weft} | — |")
+            continue
+        md.append(f"| {t['target']} | {status} | {t['ratio']:.3g}× (needs ≥ {t['bound']:.3g}×) | "
+                  f"{weft} | {t['peer']} {fmt_value(t['peer_median'])} {t['unit']} |")
     short = [t for t in tgts if t["status"] == "not met"]
     if short:
         md += ["", "Where weft falls short: " + "; ".join(
-            f"{t['target']} ({t['ratio']:.3g}×)" for t in short) + "."]
+            f"{t['target']} ({fmt_value(t['weft_median'])} {t['unit']})" if "limit" in t
+            else f"{t['target']} ({t['ratio']:.3g}×)" for t in short) + "."]
 
     # Sections
     for name in order:
@@ -365,7 +516,7 @@ def render_markdown(data: dict, json_path: Path, images: dict[str, str], lines: 
             continue
         s = secs[name]
         md += ["", f"## {s['title']}", "", s["how"], "", images.get(name, "")]
-        md += row_table(rows, rounds)
+        md += row_table(rows, rounds, extra_columns(name, rows))
         md += ["", f"Unit: {s['unit_note']}.", "", f"Pinning: {s['pinning']}"]
         if s.get("floors"):
             md += ["", f"{', '.join(s['floors'])}: the floor (a bare stack switch, no scheduler), "

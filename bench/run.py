@@ -12,12 +12,15 @@ with its plots (bench/report.py).
 Method, for every section but the ring and HTTP: each program runs
 warm-up + kept rounds times with the implementations interleaved (A B C, A B C,
 ...), the warm-up discarded; a program sizes its own timed run after its own
-warm-up (BENCH_TARGET_MS) and checks its own work. The ring: for each (N,
-threads) the implementations are interleaved the same way; the warm-up run
-also sizes the round count M so that a run lasts about RING_TARGET_S; an
-implementation that hits a resource limit (or times out) at some size is
-recorded as stopping there and not run at larger sizes. HTTP: see
-bench/http_bench.py.
+warm-up (BENCH_TARGET_MS) and checks its own work (fairness and wakelat are
+sized by the set instead: sections.preempt_sections). Tokens of a RESULT line
+beyond bench/impl/param/value/unit (a completion curve, percentiles, the
+runtime's counters) are kept per sample in the row's "details". The ring:
+for each (N, threads) the implementations are interleaved the same way; the
+warm-up run also sizes the round count M so that a run lasts about
+RING_TARGET_S; an implementation that hits a resource limit (or times out)
+at some size is recorded as stopping there and not run at larger sizes.
+HTTP: see bench/http_bench.py.
 
 The exit status is 1 when a run failed (a wrong result, a crash, a hang);
 missing peers and resource limits are reported, not failures.
@@ -81,14 +84,15 @@ def run_section(sec: S.Section, bins: builder.Binaries, rounds: int, warmup: int
                 continue
             log(f"{sec.name} round {rnd}{'' if kept else ' (warm-up)'}: {job.name}")
             env = clean_env({"BENCH_TARGET_MS": str(target_ms), **job.env})
-            run = run_program([str(path)] + job.args, env, job.cpus, RUN_TIMEOUT_S)
+            timeout_s = job.timeout_s or RUN_TIMEOUT_S
+            run = run_program([str(path)] + job.args, env, job.cpus, timeout_s)
             run.update(section=sec.name, job=job.name, round=rnd, warmup=not kept,
                        env={k: env[k] for k in sorted(env) if k in job.env or k == "BENCH_TARGET_MS"})
             runs.append(run)
             if run["rc"] == SKIP_EXIT:               # cannot run on this machine: missing
                 for impl, param in job.rows:
                     if not row(impl, param).samples:
-                        row(impl, param).missing = describe_failure(run, RUN_TIMEOUT_S)
+                        row(impl, param).missing = describe_failure(run, timeout_s)
                 continue
             failed = run["rc"] != 0
             if run["rc"] == "timeout":
@@ -105,9 +109,12 @@ def run_section(sec: S.Section, bins: builder.Binaries, rounds: int, warmup: int
                 r.unit = res.get("unit", "")
                 if kept and not failed:
                     r.samples.append(res["value"])
+                    details = {k: v for k, v in res.items() if k not in RESULT_KEYS}
+                    if details:                      # extra tokens: one dict per kept sample
+                        r.extra.setdefault("details", []).append(details)
             for impl, param in job.rows:
                 if failed or (impl, param) not in seen:
-                    problem = (describe_failure(run, RUN_TIMEOUT_S) if failed
+                    problem = (describe_failure(run, timeout_s) if failed
                                else "the program printed no result for this row")
                     row(impl, param).problems.append(f"round {rnd}: {problem}")
             if rnd == warmup + rounds - 1:
@@ -119,6 +126,7 @@ def run_section(sec: S.Section, bins: builder.Binaries, rounds: int, warmup: int
 
 
 NOTES: dict[str, dict[str, list[str]]] = {}     # section -> impl -> notes printed by programs
+RESULT_KEYS = {"bench", "impl", "param", "value", "unit"}   # the rest of a RESULT line: details
 
 
 # ---------------------------------------------------------------------------
@@ -203,7 +211,7 @@ def main() -> int:
                     help="the full set: 5 kept rounds, rings up to 1 000 000 threads, 10 s HTTP runs")
     ap.add_argument("--only", default="",
                     help="comma-separated sections: baseline,yield,spawn,pingpong,mutex,"
-                         "netpingpong,ring,http")
+                         "netpingpong,fairness,wakelat,ring,http")
     ap.add_argument("--rounds", type=int, help="kept rounds per program (quick 3, full 5)")
     ap.add_argument("--warmup-rounds", type=int, default=1, help="discarded rounds (default 1)")
     ap.add_argument("--build-dir", default=str(ROOT / "build"))
@@ -219,7 +227,7 @@ def main() -> int:
     http_duration = 10 if full else 5
     ncpu = len(os.sched_getaffinity(0))
 
-    micro = S.micro_sections(ncpu)
+    micro = S.micro_sections(ncpu) + S.preempt_sections(ncpu, full)
     names = [s.name for s in micro] + ["ring", "http"]
     wanted = set(args.only.split(",")) if args.only else set(names)
     unknown = wanted - set(names)

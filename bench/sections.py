@@ -11,6 +11,10 @@ group(impl, param) puts rows that may be compared in one group: the report
 gives weft's ratio to the best peer of each group that has a weft row. Rows of
 a section's `floors` are shown but never count as "the best peer" (Boost.Context
 switches stacks without any scheduler: it is the floor, not a competitor).
+
+preempt_sections() are issue 5's: fixed-work fairness and wake-up latency
+under load, sized by the set (quick or full) since their programs take the
+amount of work on the command line instead of sizing themselves.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ class Job:
     env: dict[str, str] = field(default_factory=dict)
     cpus: set[int] | None = None      # process affinity set by the driver, if any
     label: str = ""                   # ring: the impl name the rows get, whatever the program prints
+    timeout_s: float | None = None    # a run's time limit, if not run.py's RUN_TIMEOUT_S
 
 
 @dataclass
@@ -189,6 +194,96 @@ def micro_sections(ncpu: int) -> list[Section]:
                           "--layout=unpinned", "pipe"]),
             ],
             group=_netpingpong_group),
+    ]
+
+
+# ---------------------------------------------------------------------------
+# Issue 5: preemption (bench/README.md, "Fairness" and "Wake-up latency")
+# ---------------------------------------------------------------------------
+
+FAIR_THREADS = 1024
+# Mixing steps per thread: about 1.4 ns each on the 2-CPU EPYC the report was
+# made on, so 1024 threads take ~1.7 s (quick) and ~15 s (full) on two CPUs.
+FAIR_WORK = {"quick": 2_400_000, "full": 20_000_000}
+FAIR_YIELD_EVERY = 700_000      # steps between two weft_yield() calls: ~1 ms
+FAIR_PERIODS_US = (100_000, 10_000, 1_000)
+FAIR_TIMEOUT_S = 180            # a full run is ~15 s; more on a loaded machine
+WAKELAT_SECONDS = {"quick": 2, "full": 5}
+WAKELAT_PERIODS_US = (0, 10_000, 1_000)
+
+
+def preempt_label(period_us: int) -> str:
+    """The impl name weft_fairness and weft_wakelat print for a period."""
+    if period_us == 0:
+        return "weft-nopreempt"
+    if period_us % 1000 == 0:
+        return f"weft-preempt-{period_us // 1000}ms"
+    return f"weft-preempt-{period_us}us"
+
+
+def preempt_sections(ncpu: int, full: bool) -> list[Section]:
+    size = "full" if full else "quick"
+    work = ["--threads", str(FAIR_THREADS), "--work", str(FAIR_WORK[size])]
+    param = f"threads={FAIR_THREADS}"
+    vcores = {"WEFT_VCORES": str(ncpu)}
+    fair_jobs = [Job("weft_fairness_nopreempt", "weft", "weft_fairness",
+                     [(preempt_label(0), param)], args=work, env=vcores,
+                     timeout_s=FAIR_TIMEOUT_S)]
+    fair_jobs += [Job(f"weft_fairness_{preempt_label(us)[5:].replace('-', '_')}", "weft", "weft_fairness",
+                      [(preempt_label(us), param)], args=work + ["--preempt-us", str(us)],
+                      env=vcores, timeout_s=FAIR_TIMEOUT_S) for us in FAIR_PERIODS_US]
+    fair_jobs += [
+        Job("weft_fairness_1ms_ticker", "weft", "weft_fairness",
+            [(preempt_label(1000) + "-ticker", param)], args=work + ["--preempt-us", "1000"],
+            env={**vcores, "WEFT_PREEMPT_TICKER": "1"}, timeout_s=FAIR_TIMEOUT_S),
+        Job("weft_fairness_yield", "weft", "weft_fairness",
+            [(f"weft-yield-{FAIR_YIELD_EVERY}", param)],
+            args=work + ["--yield-every", str(FAIR_YIELD_EVERY)], env=vcores,
+            timeout_s=FAIR_TIMEOUT_S),
+        Job("kernel_fairness", "peer", "kernel_fairness", [("pthread", param)], args=work,
+            timeout_s=FAIR_TIMEOUT_S),
+    ]
+    spin = f"spinners={4 * ncpu}"
+    seconds = WAKELAT_SECONDS[size]
+    return [
+        Section(
+            "fairness", f"Fairness: {FAIR_THREADS} threads, the same fixed work each",
+            "seconds from opening the start gate until the last thread finished (lower is "
+            "better)", "lower",
+            f"After the parlib thesis's fixed-work experiment: {FAIR_THREADS} threads each run "
+            f"{FAIR_WORK[size]:,} steps of a mixing loop that calls nothing (the programs print "
+            "how long one thread's work takes alone) from the same seed; every thread's result "
+            "is checked. All threads are created and wait at a gate; the clock starts "
+            "when it opens, and each thread's finish time is recorded. weft-nopreempt: "
+            "cooperative, so each vcore runs its threads one after another; weft-preempt-P: "
+            "preemption period P (weft_set_preempt_period), ticked by a timer per vcore; "
+            "weft-preempt-1ms-ticker: the same with one ticker thread (WEFT_PREEMPT_TICKER=1), "
+            "the alternative the runtime measured against; "
+            f"weft-yield-{FAIR_YIELD_EVERY}: cooperative, weft_yield() every "
+            f"{FAIR_YIELD_EVERY:,} steps (~1 ms); pthread: one kernel thread per thread, "
+            "time-sliced by the kernel. The plot: threads completed against time, pointwise "
+            "median of the kept runs.",
+            f"weft: WEFT_VCORES={ncpu} (one vcore pinned per CPU), thread i spawned on vcore "
+            f"i % {ncpu} (WEFT_ON_VCORE; work stealing may move it). pthread: default "
+            f"attributes, unpinned across the same {ncpu} CPUs.",
+            fair_jobs),
+        Section(
+            "wakelat", "Wake-up latency under load: a 1 ms sleeper among CPU-bound threads",
+            "ms by which the probe's 1 ms sleep overran, p99 of each run (lower is better); "
+            "the other columns are medians over the runs", "lower",
+            f"A probe uthread sleeps 1 ms (weft_sleep_ns) in a loop while {4 * ncpu} spinners "
+            f"(4 × vcores; tight loops that call nothing) keep every vcore busy; main, a kernel "
+            f"thread outside the runtime, stops everything after {seconds} s. Lateness of a "
+            "wake-up = its time − (sleep start + 1 ms); nearest-rank p50/p99/max of a run. "
+            "Without preemption nothing takes a vcore from a spinner: the probe wakes once, "
+            "when they stop (max ≈ the whole run).",
+            f"weft: WEFT_VCORES={ncpu}, probe spawned on vcore 0, spinner i on vcore i % {ncpu} "
+            "(WEFT_ON_VCORE; work stealing may move them; the programs print where they "
+            "started and how evenly they ran).",
+            [Job(f"weft_wakelat_{preempt_label(us)[5:].replace('-', '_')}", "weft", "weft_wakelat",
+                 [(preempt_label(us), spin)],
+                 args=["--seconds", str(seconds), "--preempt-us", str(us)], env=vcores)
+             for us in WAKELAT_PERIODS_US]),
     ]
 
 
