@@ -131,10 +131,10 @@ struct weft__vcore {
     _Atomic uint64_t nrun;           /* uthreads run here (run_on); own vcore writes */
     bool preempt_now;                /* vcore context: handle_events saw a preemption
                                         for the uthread being delivered */
-    bool in_tick;                    /* the handler is inside tick(); handler only */
     uint64_t preempt_for;            /* the nrun the pending preemption is meant for;
                                         written by the tick (this thread's handler) */
     uint64_t tick_nrun;              /* nrun at the last tick; handler only */
+    bool retry_pending;              /* the retry timer is armed; handler only */
     uint64_t stretch_start;          /* time nrun last changed, as seen by the ticks */
     void *ptimer;                    /* timer_t of the periodic tick; fixed after start */
     void *rtimer;                    /* timer_t of the retry of a deferred notification */

@@ -9,16 +9,17 @@
  * the uthread was in unsafe code. All three are timers or tgkills aimed at
  * the vcore's own kernel thread (SIGEV_THREAD_ID), never at the process.
  *
- * The handler runs on the interrupted uthread's stack (no SA_ONSTACK) with
- * SA_NODEFER, so the signal is not blocked while it runs. If the vcore runs
+ * The handler runs on the interrupted uthread's stack (no SA_ONSTACK), with
+ * the signal blocked (never nested, however short the period: a burst of
+ * ticks coalesces into the timer's overrun count). If the vcore runs
  * a uthread, something is pending, and it is safe, the handler switches the
  * uthread out like any yield (weft__notif_deliver): the signal frame stays
  * on the uthread's stack, and when the uthread is resumed — maybe on another
  * vcore — the handler returns and sigreturn restores every register,
- * including the FP/vector state, from that frame. Because of SA_NODEFER, the
- * vcore context the handler switched to, and every uthread it runs, run
- * with the signal unblocked, as they should. A second signal that arrives
- * while the handler runs finds the PC inside weft: deferred, never nested.
+ * including the FP/vector state, from that frame. Right before the switch
+ * the handler unblocks the signal, so vcore context and the uthreads it
+ * runs meanwhile take notifications; a signal arriving in that window finds
+ * the PC inside weft and is deferred.
  * After the resume the handler rewrites uc_stack in the frame: sigreturn
  * re-installs the alternate stack recorded there, which is the old vcore's.
  *
@@ -236,13 +237,10 @@ static void post_due(struct weft__vcore *vc, uint64_t now)
 /* tick(): a period passed on vc (its own thread, in the handler). */
 static void tick(struct weft__vcore *vc)
 {
-    if (vc->in_tick)
-        return; /* a tick that caught up with a tick (SA_NODEFER) */
-    vc->in_tick = true;
-    atomic_signal_fence(memory_order_seq_cst);
     uint64_t now = clock_ns();
     uint64_t n = atomic_load_explicit(&vc->nrun, memory_order_relaxed);
     if (vc->current && n == vc->tick_nrun) {
+        /* Never negative, whatever the order two ticks read the clock in. */
         uint64_t stretch = now > vc->stretch_start ? now - vc->stretch_start : 0;
         if (stretch > atomic_load_explicit(&vc->st.longest, memory_order_relaxed))
             atomic_store_explicit(&vc->st.longest, stretch, memory_order_relaxed);
@@ -253,8 +251,6 @@ static void tick(struct weft__vcore *vc)
         vc->stretch_start = now;
     }
     post_due(vc, now);
-    atomic_signal_fence(memory_order_seq_cst);
-    vc->in_tick = false;
 }
 
 /* retry_later(): look again soon at a notification that landed in unsafe
@@ -263,6 +259,7 @@ static void tick(struct weft__vcore *vc)
  * period. */
 static void retry_later(struct weft__vcore *vc)
 {
+    vc->retry_pending = true;
     uint64_t ns = (uint64_t)atomic_load_explicit(&period_us, memory_order_relaxed) * 250u;
     if (!ns || ns > RETRY_NS)
         ns = RETRY_NS;
@@ -290,16 +287,16 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
         return;
     int saved = errno;
     counter_add(&vc->st.notifs, 1);
+    if (si->si_code == SI_TIMER && si->si_value.sival_int == SIGV_RETRY)
+        vc->retry_pending = false;
     if (si->si_code == SI_TIMER && si->si_value.sival_int == SIGV_TICK)
         tick(vc);
     else if (si->si_code == SI_QUEUE && si->si_pid == getpid())
         ticked(vc, (uintptr_t)si->si_value.sival_ptr);
     struct weft_uthread *ut = vc->current;
     uint64_t bits = atomic_load_explicit(&vc->ev_bits, memory_order_relaxed);
-    if (!ut || !bits) {
-        errno = saved;
-        return; /* vcore context handles events at its next decision */
-    }
+    if (!ut || !bits)
+        goto out; /* vcore context handles events at its next decision */
 #ifdef WEFT_TSAN
     bool safe = false; /* TSan runs us late, from inside its runtime: see event.h */
     (void)pc_safe;
@@ -310,12 +307,19 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
         if (bits & (1ull << WEFT_EV_PREEMPT))
             counter_add(&vc->st.deferred, 1);
         /* Disabled: weft_notifs_enable delivers. Unsafe code: look again
-         * soon. */
-        if (ut->notif_depth == 0 && atomic_load_explicit(&vc->has_timers, memory_order_relaxed))
+         * soon, one retry at a time. */
+        if (ut->notif_depth == 0 && !vc->retry_pending &&
+            atomic_load_explicit(&vc->has_timers, memory_order_relaxed))
             retry_later(vc);
-        errno = saved;
-        return;
+        goto out;
     }
+    /* The signal is blocked while we run; vcore context and the uthreads it
+     * runs next must not inherit that. (When ut resumes, sigreturn restores
+     * the mask it was interrupted with.) */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, notif_sig);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
     errno = saved; /* weft__notif_deliver saves it into ut and restores it on resume */
     weft__notif_deliver(vc, ut);
     /* Resumed, maybe on another vcore: sigreturn must re-install that
@@ -326,6 +330,9 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
     uc->uc_stack.ss_sp = now->altstack;
     uc->uc_stack.ss_size = WEFT__ALTSTACK_SIZE;
     uc->uc_stack.ss_flags = 0;
+    return;
+out:
+    errno = saved;
 }
 
 void weft__notif_signal(struct weft__vcore *vc)
@@ -381,8 +388,8 @@ static void *ticker_main(void *arg)
     while (!atomic_load(&ticker_stop)) {
         uint32_t word = atomic_load(WEFT__AT(&ticker_word));
         unsigned us = atomic_load(&period_us);
-        bool needed = us && seen && since;
-        for (int i = 0; needed && i < n && !ticker_for_all; i++)
+        bool needed = false; /* a period, and a vcore that does not tick itself */
+        for (int i = 0; us && seen && since && !needed && i < n; i++)
             needed = !ticks_itself(&rt->vcores[i]);
         if (!needed) { /* every vcore ticks itself, or no period: sleep until poked */
             weft__futex_wait(&ticker_word, word, UINT64_MAX);
@@ -499,7 +506,7 @@ int weft__notif_init(unsigned preempt_us)
     notif_sig = signal_number();
     struct sigaction sa = { 0 };
     sa.sa_sigaction = notif_handler;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART; /* blocked while it runs: no nesting */
     sigemptyset(&sa.sa_mask);
     struct sigaction old;
     if (sigaction(notif_sig, NULL, &old) != 0)

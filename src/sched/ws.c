@@ -4,14 +4,15 @@
  * Written only against <weft/sched.h>, like an application's scheduler.
  *  - A uthread made runnable goes to the queue of the vcore it last ran on
  *    (or the one asked for at spawn, or the spawner's, or round robin from
- *    outside). A fresh one goes to the back; one that has run before and
- *    was woken goes behind the other woken ones at the front (wtail marks
- *    where they end), ahead of the uthreads that were paused (yield,
- *    preemption): a sleeper whose alarm fired runs at the vcore's next
- *    decision after the woken before it, not behind every CPU-bound
- *    uthread, and a batch of wake-ups (alarms in deadline order, the
- *    poller's events) keeps its order. Decisions taken from woken ones
- *    count in the NEXT_CHAIN bound below, so wake-ups cannot starve the rest.
+ *    outside): behind the other woken or new ones at the front (wtail
+ *    marks where they end), ahead of the uthreads that were paused (yield,
+ *    preemption). A sleeper whose alarm fired runs after the wake-ups
+ *    before it, not behind every CPU-bound uthread the preemption tick
+ *    rotates; with nothing paused the queue is plain FIFO, and a batch of
+ *    wake-ups (alarms in deadline order, the poller's events) keeps its
+ *    order. At most NEXT_CHAIN decisions in a row come from `next` and the
+ *    front part (wchain), then a paused one runs: wake-ups cannot starve
+ *    the paused.
  *  - A yielding or preempted uthread goes to the back of its own vcore's queue.
  *  - A vcore runs the front of its queue; when it is empty it picks two
  *    other vcores at random and steals the older half of the longer queue
@@ -53,6 +54,8 @@ struct rq {
     struct weft_uthread *_Atomic next; /* runs next; exchanged, no lock */
     unsigned chain;                  /* decisions in a row taken from next;
                                         owned by this queue's vcore */
+    unsigned wchain;                 /* decisions in a row taken from next or the
+                                        front (woken) part; owned likewise */
 } __attribute__((aligned(64)));
 
 #define NEXT_CHAIN 16
@@ -258,9 +261,12 @@ static void sched_entry_ws(void)
     bool woken = false;
     if (q->chain < NEXT_CHAIN && (t = take_next(q)) != NULL) {
         q->chain++;
+        q->wchain++;
     } else {
-        t = pop(q, q->chain >= NEXT_CHAIN, &woken);
-        q->chain = woken ? q->chain + 1 : 0;
+        bool fair = q->wchain >= NEXT_CHAIN; /* the paused ones' turn */
+        t = pop(q, fair, &woken);
+        q->chain = 0;
+        q->wchain = woken && !fair ? q->wchain + 1 : 0; /* woken when fair: none paused */
         if (!t)
             t = take_next(q);
     }
@@ -298,10 +304,7 @@ static void thread_runnable_ws(struct weft_uthread *t)
         }
     }
     weft_spin_lock(&q->lock);
-    if (weft_uthread_link(t)->sched_flags & WS_RAN)
-        push_woken_locked(q, t); /* woken: ahead of the paused and the fresh */
-    else
-        push_locked(q, t);
+    push_woken_locked(q, t); /* woken or new: ahead of the paused */
     weft_spin_unlock(&q->lock); /* t may run, even finish, elsewhere from here on */
     if (pinned)
         weft_vcore_wake(v); /* nobody else may run it */
@@ -359,7 +362,7 @@ static int init_ws(int nvcores)
         lones[i] = (struct lone){ .victim = -1 };
         rqs[i].head = rqs[i].tail = rqs[i].wtail = NULL;
         atomic_init(&rqs[i].next, NULL);
-        rqs[i].chain = 0;
+        rqs[i].chain = rqs[i].wchain = 0;
     }
     nrq = nvcores;
     return 0;
