@@ -708,7 +708,8 @@ static void vcores_free(int n)
         weft__heap_fini(&vc->heap);
         if (vc->stack_lo)
             munmap(vc->stack_lo - weft__page_size, vc->stack_size + weft__page_size);
-        free(vc->altstack);
+        if (vc->altstack)
+            munmap(vc->altstack, WEFT__ALTSTACK_SIZE);
         free(vc->ev_q); /* messages posted after the last decision: never handled */
     }
     free(weft__rt.vcores);
@@ -730,7 +731,12 @@ static int vcore_setup(struct weft__vcore *vc, int id, int cpu)
     mprotect(m, weft__page_size, PROT_NONE);
     vc->stack_lo = m + weft__page_size;
     vc->stack_top = vc->stack_lo + vc->stack_size;
-    vc->altstack = malloc(WEFT__ALTSTACK_SIZE);
+    /* Its own mapping, not the heap: a signal frame the kernel writes there
+     * can never land on a heap chunk. */
+    vc->altstack = mmap(NULL, WEFT__ALTSTACK_SIZE, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (vc->altstack == MAP_FAILED)
+        vc->altstack = NULL;
     if (!vc->altstack)
         return ENOMEM;
     return weft__stack_vcore_init(vc);
