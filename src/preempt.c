@@ -24,8 +24,8 @@
  * re-installs the alternate stack recorded there, which is the old vcore's.
  *
  * Safe: the interrupted instruction is outside libc, ld.so, libgcc_s,
- * libstdc++, the vDSO, the sanitizer runtimes and weft (the ranges are found
- * once at weft_init), the uthread has notifications enabled and is not
+ * libstdc++, the vDSO, the sanitizer runtimes, weft and the program's PLT
+ * stubs (the ranges are found once at weft_init), the uthread has notifications enabled and is not
  * inside a scheduler op (in_sched). weft's own code is its ELF section
  * weft_text (cmake/weft-text.sh renames .text of every libweft object), so
  * the range is the same whether libweft is linked statically or shared.
@@ -125,20 +125,56 @@ static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
-/* sanitizer_range(): clang links its sanitizer runtime into the program
- * itself, as one block of whole archives ahead of the program's own
- * objects: the range from its lowest to its highest function, read from
- * the program's symbol table. (Checked on the tests: main and the test's
- * functions lie above it.) Only when the program has such a runtime (its
- * init function is exported), whether or not weft itself was built with it. */
-static void sanitizer_range(void)
+/* program_ranges(): the unsafe parts of the program itself, read once from
+ * its file.
+ *  - Its PLT stubs (.plt, .plt.got, .plt.sec, .iplt). Code linked into the
+ *    program calls libc through them: a statically linked libweft, and a
+ *    sanitizer runtime (ASan's free() reaches pthread_getspecific there, in
+ *    the middle of its per-thread quarantine work). A stub is a jump on the
+ *    way into a library, and its caller may hold a lock, so the handler
+ *    never switches there (the application's own calls lose nothing: the
+ *    callee is unsafe anyway).
+ *  - A sanitizer runtime: clang links it into the program as one block of
+ *    whole archives ahead of the program's own objects, so its range runs
+ *    from its lowest to its highest function (checked on the tests: main and
+ *    the tests' functions lie above it). Only when the program has one (its
+ *    init function is exported), whether or not weft itself was built with
+ *    it. */
+static bool sanitizer_linked(void)
 {
-    if (!dlsym(RTLD_DEFAULT, "__asan_init") && !dlsym(RTLD_DEFAULT, "__tsan_init") &&
-        !dlsym(RTLD_DEFAULT, "__ubsan_handle_add_overflow"))
-        return;
+    return dlsym(RTLD_DEFAULT, "__asan_init") || dlsym(RTLD_DEFAULT, "__tsan_init") ||
+           dlsym(RTLD_DEFAULT, "__ubsan_handle_add_overflow");
+}
+
+static void sanitizer_block(const unsigned char *m, const ElfW(Shdr) *sym_sh,
+                            const ElfW(Shdr) *str_sh)
+{
     /* Plain and mangled (namespaces __asan, __sanitizer, ...) names. */
     static const char *const marks[] = { "__asan", "__lsan", "__ubsan", "__tsan", "__sanitizer",
                                          "__interceptor_", "__interception" };
+    const ElfW(Sym) *sym = (const void *)(m + sym_sh->sh_offset);
+    const char *str = (const char *)(m + str_sh->sh_offset);
+    size_t n = sym_sh->sh_size / sizeof *sym;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC || !sym[k].st_value)
+            continue;
+        const char *name = str + sym[k].st_name;
+        for (size_t p = 0; p < sizeof marks / sizeof marks[0]; p++)
+            if (strstr(name, marks[p])) {
+                if (sym[k].st_value < lo)
+                    lo = sym[k].st_value;
+                if (sym[k].st_value + sym[k].st_size > hi)
+                    hi = sym[k].st_value + sym[k].st_size;
+                break;
+            }
+    }
+    if (lo < hi)
+        add_range(lo + main_bias, hi + main_bias);
+}
+
+static void program_ranges(void)
+{
     int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
@@ -152,30 +188,22 @@ static void sanitizer_range(void)
         return;
     const ElfW(Ehdr) *eh = (const void *)m;
     const ElfW(Shdr) *sh = (const void *)(m + eh->e_shoff);
-    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    if ((size_t)st.st_size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh->e_shoff + (size_t)eh->e_shnum * sizeof *sh > (size_t)st.st_size ||
+        eh->e_shstrndx >= eh->e_shnum)
+        goto out;
+    const char *names = (const char *)(m + sh[eh->e_shstrndx].sh_offset);
+    bool san = sanitizer_linked();
     for (int i = 0; i < eh->e_shnum; i++) {
-        if (sh[i].sh_type != SHT_SYMTAB)
-            continue;
-        const ElfW(Sym) *sym = (const void *)(m + sh[i].sh_offset);
-        const char *str = (const char *)(m + sh[sh[i].sh_link].sh_offset);
-        size_t n = sh[i].sh_size / sizeof *sym;
-        for (size_t k = 0; k < n; k++) {
-            if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC || !sym[k].st_value)
-                continue;
-            const char *name = str + sym[k].st_name;
-            for (size_t p = 0; p < sizeof marks / sizeof marks[0]; p++)
-                if (strstr(name, marks[p])) {
-                    if (sym[k].st_value < lo)
-                        lo = sym[k].st_value;
-                    if (sym[k].st_value + sym[k].st_size > hi)
-                        hi = sym[k].st_value + sym[k].st_size;
-                    break;
-                }
-        }
+        const char *name = names + sh[i].sh_name;
+        if ((sh[i].sh_flags & SHF_EXECINSTR) &&
+            (strncmp(name, ".plt", 4) == 0 || strcmp(name, ".iplt") == 0))
+            add_range(sh[i].sh_addr + main_bias, sh[i].sh_addr + sh[i].sh_size + main_bias);
+        if (san && sh[i].sh_type == SHT_SYMTAB && sh[i].sh_link < eh->e_shnum)
+            sanitizer_block(m, &sh[i], &sh[sh[i].sh_link]);
     }
+out:
     munmap((void *)m, (size_t)st.st_size);
-    if (lo < hi)
-        add_range(lo + main_bias, hi + main_bias);
 }
 
 static void find_ranges(void)
@@ -185,7 +213,7 @@ static void find_ranges(void)
     if (__start_weft_text && __stop_weft_text)
         add_range((uintptr_t)__start_weft_text, (uintptr_t)__stop_weft_text);
     dl_iterate_phdr(phdr_cb, NULL);
-    sanitizer_range();
+    program_ranges();
 }
 
 static uintptr_t interrupted_pc(const void *ucv)
