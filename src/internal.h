@@ -139,6 +139,9 @@ struct weft__vcore {
     void *ptimer;                    /* timer_t of the periodic tick; fixed after start */
     void *rtimer;                    /* timer_t of the retry of a deferred notification */
     _Atomic bool has_timers;         /* both timers were created */
+    unsigned char *yield_flagp;      /* this vcore thread's weft__yield_flag; fixed
+                                        after start (yield.c, the yield pass) */
+    _Atomic uint64_t yield_for;      /* the nrun the flag was set for; the ticker */
     struct weft__vcore_counters {    /* weft_stats(); each written by one context of
                                         this vcore only, read anywhere (relaxed) */
         _Atomic uint64_t notifs, events, taken, deferred, longest;
@@ -293,6 +296,12 @@ static inline void weft__event_post_bits(struct weft__vcore *vc, uint64_t bits)
  * a preemption was due (then it is paused and runs again later, maybe
  * elsewhere). Returns when ut runs again (uthread.c). */
 void weft__notif_deliver(struct weft__vcore *vc, struct weft_uthread *ut);
+/* weft__yield_flags_wanted(): code compiled with the yield pass in flag mode
+ * has registered (weft__yield_register): the ticker sets flags (yield.c). */
+bool weft__yield_flags_wanted(void);
+/* weft__notif_repoll(): the ticker must reconsider how vcores tick (a flag
+ * mode module registered while running). */
+void weft__notif_repoll(void);
 /* weft__notif_signal() interrupts vc's kernel thread (preempt.c). */
 void weft__notif_signal(struct weft__vcore *vc);
 /* weft__safe_point(): deliver what is pending for the calling uthread, if

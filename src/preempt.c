@@ -66,9 +66,12 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <weft/yield.h>
+
 #include "internal.h"
 
 static int notif_sig;                    /* fixed while running */
+static bool preempt_signals = true;      /* WEFT_PREEMPT_SIGNALS=0 clears it; fixed while running */
 static _Atomic unsigned period_us;       /* weft_set_preempt_period() */
 
 #define RETRY_NS 200000u                 /* a deferred notification is tried again after */
@@ -272,8 +275,10 @@ static void tick(struct weft__vcore *vc)
         uint64_t stretch = now > vc->stretch_start ? now - vc->stretch_start : 0;
         if (stretch > atomic_load_explicit(&vc->st.longest, memory_order_relaxed))
             atomic_store_explicit(&vc->st.longest, stretch, memory_order_relaxed);
-        vc->preempt_for = n;
-        weft__event_post_bits(vc, 1ull << WEFT_EV_PREEMPT);
+        if (preempt_signals) {
+            vc->preempt_for = n;
+            weft__event_post_bits(vc, 1ull << WEFT_EV_PREEMPT);
+        }
     } else {
         vc->tick_nrun = n;
         vc->stretch_start = now;
@@ -400,9 +405,25 @@ static void ticker_send(struct weft__vcore *vc, uint64_t seen, bool preempt)
             notif_sig, &si);
 }
 
+/* use_ticker(): the ticker serves every vcore: asked for, or code compiled
+ * with the yield pass wants flags set (a write, no signal), or the clock
+ * must send no signals at all (a per-vcore tick is one). */
+static bool use_ticker(void)
+{
+    return ticker_for_all || weft__yield_flags_wanted() || !preempt_signals;
+}
+
 static bool ticks_itself(struct weft__vcore *vc)
 {
-    return !ticker_for_all && atomic_load_explicit(&vc->has_timers, memory_order_acquire);
+    return !use_ticker() && atomic_load_explicit(&vc->has_timers, memory_order_acquire);
+}
+
+/* set_flag(): ask the yield pass's checks on vc to yield, for run r. */
+static void set_flag(struct weft__vcore *vc, uint64_t r)
+{
+    atomic_store_explicit(&vc->yield_for, r, memory_order_release);
+    if (vc->yield_flagp)
+        __atomic_store_n(vc->yield_flagp, 1, __ATOMIC_RELEASE);
 }
 
 static void *ticker_main(void *arg)
@@ -411,19 +432,24 @@ static void *ticker_main(void *arg)
     struct weft__runtime *rt = &weft__rt;
     int n = rt->nvcores;
     uint64_t *seen = calloc((size_t)n, sizeof *seen), *since = calloc((size_t)n, sizeof *since);
+    unsigned *looks = calloc((size_t)n, sizeof *looks);
     for (int i = 0; seen && i < n; i++)
         seen[i] = UINT64_MAX; /* not looked at yet */
     while (!atomic_load(&ticker_stop)) {
         uint32_t word = atomic_load(WEFT__AT(&ticker_word));
         unsigned us = atomic_load(&period_us);
         bool needed = false; /* a period, and a vcore that does not tick itself */
-        for (int i = 0; us && seen && since && !needed && i < n; i++)
+        for (int i = 0; us && seen && since && looks && !needed && i < n; i++)
             needed = !ticks_itself(&rt->vcores[i]);
         if (!needed) { /* every vcore ticks itself, or no period: sleep until poked */
             weft__futex_wait(&ticker_word, word, UINT64_MAX);
             continue;
         }
-        weft__futex_wait(&ticker_word, word, clock_ns() + (uint64_t)us * 1000u);
+        /* With flags, look twice a period: a run is flagged after 1 to 1.5
+         * periods, and signalled a period later if it did not yield. */
+        bool flags = weft__yield_flags_wanted();
+        unsigned k = flags ? 2 : 1;
+        weft__futex_wait(&ticker_word, word, clock_ns() + (uint64_t)us * 1000u / k);
         uint64_t now = clock_ns();
         for (int i = 0; i < n; i++) {
             struct weft__vcore *vc = &rt->vcores[i];
@@ -432,21 +458,30 @@ static void *ticker_main(void *arg)
             uint64_t r = atomic_load_explicit(&vc->nrun, memory_order_relaxed);
             bool busy = weft_vcore_busy(i);
             if (busy && r == seen[i]) {
-                if (now - since[i] > atomic_load_explicit(&vc->st.longest, memory_order_relaxed))
+                looks[i]++;
+                if (looks[i] >= k &&
+                    now - since[i] > atomic_load_explicit(&vc->st.longest, memory_order_relaxed))
                     atomic_store_explicit(&vc->st.longest, now - since[i], memory_order_relaxed);
-                ticker_send(vc, r, true);
-                continue;
+                if (flags && looks[i] == k)
+                    set_flag(vc, r);
+                if (preempt_signals && looks[i] >= (flags ? 2 * k : k)) {
+                    ticker_send(vc, r, true);
+                    continue;
+                }
+            } else {
+                seen[i] = r;
+                since[i] = now;
+                looks[i] = 0;
             }
-            seen[i] = r;
-            since[i] = now;
-            if (busy && (atomic_load_explicit(&vc->heap.min, memory_order_relaxed) <= now ||
-                         weft__io_stale(now) ||
-                         atomic_load_explicit(&vc->ev_bits, memory_order_relaxed)))
+            if (busy && preempt_signals &&
+                (atomic_load_explicit(&vc->heap.min, memory_order_relaxed) <= now ||
+                 weft__io_stale(now) || atomic_load_explicit(&vc->ev_bits, memory_order_relaxed)))
                 ticker_send(vc, r, false); /* alarm or poll due, or a deferred notification */
         }
     }
     free(seen);
     free(since);
+    free(looks);
     return NULL;
 }
 
@@ -499,9 +534,14 @@ int weft_set_preempt_period(unsigned us)
     if (atomic_load_explicit(&rt->state, memory_order_acquire) == WEFT__RUNNING_RT)
         for (int i = 0; i < rt->nvcores; i++)
             if (atomic_load(&rt->vcores[i].has_timers))
-                arm_tick(&rt->vcores[i], ticker_for_all ? 0 : us);
+                arm_tick(&rt->vcores[i], use_ticker() ? 0 : us);
     ticker_poke();
     return 0;
+}
+
+void weft__notif_repoll(void)
+{
+    weft_set_preempt_period(atomic_load(&period_us));
 }
 
 unsigned weft_preempt_period(void)
@@ -547,6 +587,8 @@ int weft__notif_init(unsigned preempt_us)
     }
     const char *tk = getenv("WEFT_PREEMPT_TICKER");
     ticker_for_all = tk && strcmp(tk, "1") == 0;
+    const char *ps = getenv("WEFT_PREEMPT_SIGNALS");
+    preempt_signals = !(ps && strcmp(ps, "0") == 0);
     find_ranges();
     if (sigaction(notif_sig, &sa, NULL) != 0)
         return EINVAL;
@@ -556,6 +598,10 @@ int weft__notif_init(unsigned preempt_us)
 
 void weft__notif_vcore_start(struct weft__vcore *vc)
 {
+    __atomic_store_n(&weft__yield_flag, 0, __ATOMIC_RELAXED);
+    weft__yield_count = 0;
+    vc->yield_flagp = &weft__yield_flag; /* published by the tid store */
+    atomic_store(&vc->yield_for, UINT64_MAX);
     atomic_store(&vc->tid, (int)syscall(SYS_gettid));
     sigset_t set;
     sigemptyset(&set);
@@ -583,7 +629,7 @@ void weft__notif_vcore_start(struct weft__vcore *vc)
     unsigned us;
     do {
         us = atomic_load(&period_us);
-        arm_tick(vc, ticker_for_all ? 0 : us);
+        arm_tick(vc, use_ticker() ? 0 : us);
     } while (us != atomic_load(&period_us));
     ticker_poke();
 }
@@ -591,7 +637,7 @@ void weft__notif_vcore_start(struct weft__vcore *vc)
 void weft__notif_sleeping(struct weft__vcore *vc, bool asleep)
 {
     unsigned us = atomic_load_explicit(&period_us, memory_order_relaxed);
-    if (us && !ticker_for_all && atomic_load_explicit(&vc->has_timers, memory_order_relaxed))
+    if (us && !use_ticker() && atomic_load_explicit(&vc->has_timers, memory_order_relaxed))
         arm_tick(vc, asleep ? 0 : us);
 }
 

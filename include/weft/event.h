@@ -24,6 +24,12 @@
  * preempted: saved, handed to the scheduler as paused (the back of its
  * queue), and the vcore picks again.
  *
+ * Signals off. With WEFT_PREEMPT_SIGNALS=0 in the environment at
+ * weft_init(), the clock sends no notification signals at all: only code
+ * compiled with the yield pass (<weft/yield.h>) is preempted, at its checks,
+ * and due alarms and I/O are looked at when the vcore next decides.
+ * weft_vcore_notify() still signals a busy vcore.
+ *
  * Safe points. A uthread is only switched out by a signal when the
  * interrupted instruction lies outside libc, the dynamic linker, libgcc_s,
  * libstdc++, liburing, the vDSO, a sanitizer runtime and weft itself (their
