@@ -433,6 +433,7 @@ static void *ticker_main(void *arg)
     int n = rt->nvcores;
     uint64_t *seen = calloc((size_t)n, sizeof *seen), *since = calloc((size_t)n, sizeof *since);
     unsigned *looks = calloc((size_t)n, sizeof *looks);
+    uint64_t prev_look = 0;                  /* time of the previous look */
     for (int i = 0; seen && i < n; i++)
         seen[i] = UINT64_MAX; /* not looked at yet */
     while (!atomic_load(&ticker_stop)) {
@@ -446,18 +447,33 @@ static void *ticker_main(void *arg)
             continue;
         }
         /* With flags, look twice a period: a run is flagged after 1 to 1.5
-         * periods, and signalled a period later if it did not yield. */
+         * periods (1 when it follows a flagged one), and signalled a period
+         * later if it did not yield. */
         bool flags = weft__yield_flags_wanted();
         unsigned k = flags ? 2 : 1;
         weft__futex_wait(&ticker_word, word, clock_ns() + (uint64_t)us * 1000u / k);
         uint64_t now = clock_ns();
+        uint64_t last_look = prev_look ? prev_look : now;
+        prev_look = now;
         for (int i = 0; i < n; i++) {
             struct weft__vcore *vc = &rt->vcores[i];
             if (ticks_itself(vc) || !atomic_load_explicit(&vc->tid, memory_order_relaxed))
                 continue;
             uint64_t r = atomic_load_explicit(&vc->nrun, memory_order_relaxed);
             bool busy = weft_vcore_busy(i);
-            if (busy && r == seen[i]) {
+            bool same = busy && r == seen[i];
+            if (!same) {
+                /* A run that follows one we flagged or signalled at the
+                 * previous look began right after it (the flag is taken
+                 * within microseconds): count it from there. Otherwise it
+                 * began at some point since, and counts from now. */
+                bool cut = busy && (looks[i] == k || (flags && looks[i] == 2 * k));
+                seen[i] = r;
+                since[i] = cut ? last_look : now;
+                looks[i] = 0;
+                same = cut;
+            }
+            if (same) {
                 looks[i]++;
                 if (looks[i] >= k &&
                     now - since[i] > atomic_load_explicit(&vc->st.longest, memory_order_relaxed))
@@ -468,10 +484,6 @@ static void *ticker_main(void *arg)
                     ticker_send(vc, r, true);
                     continue;
                 }
-            } else {
-                seen[i] = r;
-                since[i] = now;
-                looks[i] = 0;
             }
             if (busy && preempt_signals &&
                 (atomic_load_explicit(&vc->heap.min, memory_order_relaxed) <= now ||
