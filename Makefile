@@ -46,9 +46,12 @@ test-tsan: deps-test
 	ctest --test-dir build-tsan --output-on-failure -j $(CTEST_J)
 	ctest --test-dir build-tsan --output-on-failure -j $(CTEST_J) -L stress --repeat until-fail:$(STRESS_REPEAT)
 
-# make install works: pkg-config and find_package(weft) both build examples/hello.c.
+# make install works: pkg-config and find_package(weft) both build examples/hello.c;
+# the installed weft-cc and weft-yield.pc build, link and run instrumented code
+# (skipped when the tree has no yield plugin, i.e. no LLVM 19).
 install-check: test-normal
 	scripts/check-install.sh build-test
+	plugin/check-install.sh build-test --link
 
 # aarch64: cross-compile the library and a smoke test, run it under qemu-user.
 cross: deps-test
