@@ -13,7 +13,9 @@ Method, for every section but the ring and HTTP: each program runs
 warm-up + kept rounds times with the implementations interleaved (A B C, A B C,
 ...), the warm-up discarded; a program sizes its own timed run after its own
 warm-up (BENCH_TARGET_MS) and checks its own work (fairness and wakelat are
-sized by the set instead: sections.preempt_sections). Tokens of a RESULT line
+sized by the set instead: sections.preempt_sections; the yield pass's by
+sections.yw_work, with at least 5 kept rounds and its --intervals runs in the
+last round only). Tokens of a RESULT line
 beyond bench/impl/param/value/unit (a completion curve, percentiles, the
 runtime's counters) are kept per sample in the row's "details". The ring:
 for each (N, threads) the implementations are interleaved the same way; the
@@ -81,6 +83,8 @@ def run_section(sec: S.Section, bins: builder.Binaries, rounds: int, warmup: int
         for job in sec.jobs:                          # interleaved: A B C, A B C, ...
             path, _ = bins.lookup(job.kind, job.program)
             if path is None or job.name in hung:
+                continue
+            if job.last_round_only and rnd != warmup + rounds - 1:
                 continue
             log(f"{sec.name} round {rnd}{'' if kept else ' (warm-up)'}: {job.name}")
             env = clean_env({"BENCH_TARGET_MS": str(target_ms), **job.env})
@@ -211,7 +215,7 @@ def main() -> int:
                     help="the full set: 5 kept rounds, rings up to 1 000 000 threads, 10 s HTTP runs")
     ap.add_argument("--only", default="",
                     help="comma-separated sections: baseline,yield,spawn,pingpong,mutex,"
-                         "netpingpong,fairness,wakelat,ring,http")
+                         "netpingpong,fairness,wakelat,yieldpass,ring,http")
     ap.add_argument("--rounds", type=int, help="kept rounds per program (quick 3, full 5)")
     ap.add_argument("--warmup-rounds", type=int, default=1, help="discarded rounds (default 1)")
     ap.add_argument("--build-dir", default=str(ROOT / "build"))
@@ -227,7 +231,7 @@ def main() -> int:
     http_duration = 10 if full else 5
     ncpu = len(os.sched_getaffinity(0))
 
-    micro = S.micro_sections(ncpu) + S.preempt_sections(ncpu, full)
+    micro = S.micro_sections(ncpu) + S.preempt_sections(ncpu, full) + [S.yieldpass_section(full)]
     names = [s.name for s in micro] + ["ring", "http"]
     wanted = set(args.only.split(",")) if args.only else set(names)
     unknown = wanted - set(names)
@@ -248,12 +252,16 @@ def main() -> int:
     runs: list[dict] = []
     meta: dict = {}
     for sec in micro:
-        r, x = run_section(sec, bins, rounds, args.warmup_rounds, target_ms)
+        sec_rounds = args.rounds or max(rounds, sec.min_rounds)   # --rounds wins
+        t0 = time.monotonic()
+        r, x = run_section(sec, bins, sec_rounds, args.warmup_rounds, target_ms)
         rows += r
         runs += x
         meta[sec.name] = {"title": sec.title, "unit_note": sec.unit_note, "how": sec.how,
                           "pinning": sec.pinning, "better": sec.better, "floors": list(sec.floors),
-                          "notes": NOTES.get(sec.name, {})}
+                          "notes": NOTES.get(sec.name, {}), "rounds": sec_rounds,
+                          "seconds": round(time.monotonic() - t0, 1), **sec.meta}
+        log(f"{sec.name}: {meta[sec.name]['seconds']:.0f} s")
     if "ring" in wanted:
         sizes = S.ring_sizes(full)
         r, x = run_ring(impls, sizes, bins, rounds, args.warmup_rounds, ring_target_s)

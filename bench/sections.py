@@ -15,6 +15,11 @@ switches stacks without any scheduler: it is the floor, not a competitor).
 preempt_sections() are issue 5's: fixed-work fairness and wake-up latency
 under load, sized by the set (quick or full) since their programs take the
 amount of work on the command line instead of sizing themselves.
+
+yieldpass_section() is issue 6's: the yield pass on the seed's two programs
+(bench/README.md, "The yield pass"); a section with min_rounds runs at least
+that many kept rounds whatever the set, and a job with last_round_only runs
+in the last kept round only (the intervals between yields).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ class Job:
     cpus: set[int] | None = None      # process affinity set by the driver, if any
     label: str = ""                   # ring: the impl name the rows get, whatever the program prints
     timeout_s: float | None = None    # a run's time limit, if not run.py's RUN_TIMEOUT_S
+    last_round_only: bool = False     # run in the last kept round only (no warm-up, no repeats)
 
 
 @dataclass
@@ -48,6 +54,8 @@ class Section:
     jobs: list[Job]
     group: Callable[[str, str], str] = lambda impl, param: param
     floors: tuple[str, ...] = ()
+    min_rounds: int = 0               # kept rounds at least (else the set's)
+    meta: dict = field(default_factory=dict)   # section-specific facts for the report
 
 
 TWO = "0,1"
@@ -285,6 +293,135 @@ def preempt_sections(ncpu: int, full: bool) -> list[Section]:
                  args=["--seconds", str(seconds), "--preempt-us", str(us)], env=vcores)
              for us in WAKELAT_PERIODS_US]),
     ]
+
+
+# ---------------------------------------------------------------------------
+# Issue 6: the yield pass (bench/README.md, "The yield pass")
+# ---------------------------------------------------------------------------
+
+# Total iterations of a run (split between the threads): ~0.3 s at -O2
+# uninstrumented on the 2-CPU EPYC VM the report was made on (count ~0.24 ns,
+# chase ~2.7 ns an iteration).
+YW_WORK = {"count": 1_300_000_000, "chase": 110_000_000}
+YW_THRESHOLDS = (5, 10, 100, 1000, 10**4, 10**5, 10**6, 10**7, 10**8, 10**9)
+YW_QUICK_THRESHOLDS = (10, 1000, 10**6)
+YW_QUANTA_US = (10, 100, 1000)
+YW_YIELD_EVERY = 10_000           # manual weft_yield(): every 10^4 iterations
+YW_THREADS = {"quick": (2, 100), "full": (2, 10, 50, 100)}
+YW_ROUNDS = 5                     # kept rounds, quick set included (the 2 % target)
+
+
+def yw_work(prog: str, opt: str, threshold: int | None = None) -> int:
+    """The work of one run: less where an iteration costs more, so that every
+    run lasts ~0.3-0.4 s (the value is per iteration, so runs compare).
+    Counting pays for counter mode's check (an RMW on TLS) at every
+    iteration, and -O0 doubles its loop."""
+    w = YW_WORK[prog]
+    if prog == "count":
+        if threshold is not None:
+            w //= 8 if threshold <= 5 else 4 if threshold <= 10 else 2
+        if opt == "O0":
+            w //= 2
+    elif threshold is not None and threshold <= 10:
+        w //= 2
+    return w
+
+
+def yw_fmt_n(n: int) -> str:
+    """10, 1000, 10^4 ... 10^9."""
+    e = len(str(n)) - 1
+    return str(n) if n < 10**4 or n != 10**e else f"10^{e}"
+
+
+def yw_label_us(us: int) -> str:
+    return f"{us // 1000}ms" if us % 1000 == 0 else f"{us}us"
+
+
+def yw_group(impl: str, param: str) -> str:
+    """The summary compares weft in flag mode at 100 us with the pinned
+    pthreads, per program, thread count and -O level; the other variants
+    are compared with uninstrumented weft by the section's own tables."""
+    if param.endswith(",intervals"):
+        return "intervals"
+    if impl in ("pthread", "weft-flag-100us"):
+        return param
+    return param + " (variants)"
+
+
+def yieldpass_section(full: bool) -> Section:
+    size = "full" if full else "quick"
+    threads = YW_THREADS[size]
+    thresholds = YW_THRESHOLDS if full else YW_QUICK_THRESHOLDS
+    quiet = {"WEFT_PREEMPT_SIGNALS": "0"}
+    jobs: list[Job] = []
+    intervals: list[Job] = []
+    for opt in ("O2", "O0"):
+        sfx = "_O0" if opt == "O0" else ""
+        for prog in ("count", "chase"):
+            for t in threads:
+                if opt == "O0" and not full and t != threads[0]:
+                    continue              # quick: -O0 at the smallest thread count only
+                param = f"{prog},threads={t},{opt}"
+                base = [prog, "--threads", str(t)]
+                name = f"yw_{prog}_{t}_{opt}"
+
+                def job(tag: str, program: str, impl: str, args: list[str], env: dict,
+                        threshold: int | None = None, kind: str = "weft",
+                        record: bool = False) -> None:
+                    work = ["--work", str(yw_work(prog, opt, threshold))]
+                    jobs.append(Job(f"{name}_{tag}", kind, program + sfx, [(impl, param)],
+                                    args=base + work + args, env=env))
+                    if record:
+                        intervals.append(Job(f"{name}_{tag}_intervals", kind, program + sfx,
+                                             [(impl, param + ",intervals")],
+                                             args=base + work + args + ["--intervals", "1"],
+                                             env=env, last_round_only=True))
+
+                in_quick_o0 = full or opt == "O2"
+                job("plain", "weft_yieldwork", "weft-uninstrumented", [], quiet)
+                for us in sorted(YW_QUANTA_US, key=lambda q: q != 100):   # 100 us next to plain
+                    if us == 100 or in_quick_o0:
+                        job(f"flag{us}", "weft_yieldwork_flag", f"weft-flag-{yw_label_us(us)}",
+                            ["--preempt-us", str(us)], quiet, record=True)
+                if not in_quick_o0:
+                    continue
+                job("yield", "weft_yieldwork", f"weft-yield-{YW_YIELD_EVERY}",
+                    ["--yield-every", str(YW_YIELD_EVERY)], quiet)
+                job("signal100", "weft_yieldwork", "weft-signal-100us",
+                    ["--preempt-us", "100"], {})
+                for n in thresholds:
+                    job(f"counter{n}", f"weft_yieldwork_counter{n}", f"weft-counter-{n}", [],
+                        quiet, threshold=n, record=True)
+                job("pthread", "kernel_yieldwork", "pthread", ["--cpu", "0"], {}, kind="peer")
+    sets = (f"Ran: the {size} set: threads {', '.join(map(str, threads))}; counter thresholds "
+            f"{', '.join(yw_fmt_n(n) for n in thresholds)}; "
+            + ("every variant at -O2 and -O0" if full else
+               f"-O2, and at -O0 uninstrumented and flag 100 us with {threads[0]} threads"))
+    return Section(
+        "yieldpass", "The yield pass: the seed's counting and pointer chasing on one core",
+        "ns per iteration = the run's total time (start gate to the last thread's finish) ÷ "
+        "the iterations of all threads (lower is better)", "lower",
+        "The EPFL seed's two programs, rebuilt (bench/common/yieldwork.h): count, each thread "
+        "increments its own counter (a 64-byte struct of its own, through a volatile pointer: "
+        "one load, add and store an iteration); chase, each thread walks one shared, randomly "
+        "linked doubly linked list of 4096 32-byte nodes (128 KiB, in L2) from its own start "
+        "node, next for a lap, prev for the next. The total work is fixed and split between "
+        "the threads; every thread's result is checked. One binary per compile-time variant, "
+        "all from one source compiled by clang-19 (bench/CMakeLists.txt): "
+        "weft-uninstrumented (no yields: each uthread runs to completion); "
+        f"weft-yield-{YW_YIELD_EVERY} (weft_yield() by hand every {YW_YIELD_EVERY:,} "
+        "iterations); weft-flag-Q (the pass in flag mode, quantum Q = the preemption period: "
+        "the runtime's ticker sets the flag, WEFT_PREEMPT_SIGNALS=0 so no signal preempts "
+        "anything); weft-counter-N (the pass in counter mode, a yield every N checks); "
+        "weft-signal-100us (uninstrumented, signal preemption every 100 us: what flag mode "
+        "replaces); pthread (one kernel thread per thread). " + sets + ".",
+        "weft: weft_config.vcores = 1 (weft pins its one vcore to a CPU); the ticker thread "
+        "is not pinned. pthread: the process pins itself to CPU 0 (sched_setaffinity) before "
+        "creating its threads, so the kernel time-slices them on one CPU.",
+        jobs + intervals, group=yw_group, min_rounds=YW_ROUNDS,
+        meta={"set": size, "threads": list(threads), "thresholds": list(thresholds),
+              "quanta_us": list(YW_QUANTA_US), "yield_every": YW_YIELD_EVERY,
+              "work": {p: yw_work(p, "O2") for p in YW_WORK}})
 
 
 # ---------------------------------------------------------------------------
