@@ -24,9 +24,11 @@
 
 static __thread char tls_token; /* identity of an outside kernel thread */
 
+/* current(): the calling uthread, or NULL. Only at the start of an
+ * exported function, never cached across a switch (see weft__vc_at_entry). */
 static struct weft_uthread *current(void)
 {
-    struct weft__vcore *vc = weft__vc();
+    struct weft__vcore *vc = weft__vc_at_entry();
     return vc ? vc->current : NULL;
 }
 
@@ -94,7 +96,7 @@ static _Noreturn void run_on(struct weft__vcore *vc, struct weft_uthread *t)
 
 _Noreturn void weft_run_uthread(struct weft_uthread *t)
 {
-    struct weft__vcore *vc = weft__vc();
+    struct weft__vcore *vc = weft__vc_at_entry(); /* vcore context: nothing to go stale */
     if (!vc || vc->current)
         weft__panic("weft_run_uthread() called outside vcore context");
     run_on(vc, t);
@@ -110,11 +112,15 @@ void weft_uthread_runnable(struct weft_uthread *t)
     bool outside = WEFT__UNLIKELY(vc == NULL);
     if (outside)
         atomic_fetch_add_explicit(&weft__rt.outside_wakers, 1, memory_order_acq_rel);
-    int exp = WEFT__BLOCKED;
-    if (!atomic_compare_exchange_strong_explicit(&t->state, &exp, WEFT__RUNNABLE,
-                                                 memory_order_acq_rel, memory_order_relaxed))
+    /* A check, not a CAS (an RMW costs more than the rest of a wake-up):
+     * only the one party that won the wait's own protocol (the park word,
+     * the waiter's lock) gets here, and it publishes t through the
+     * scheduler's queue; run_on() checks the state again. */
+    int st = atomic_load_explicit(&t->state, memory_order_relaxed);
+    if (WEFT__UNLIKELY(st != WEFT__BLOCKED))
         weft__panic("uthread %llu made runnable while in state %d (invariant 1: a uthread "
-                    "is on at most one run queue)", (unsigned long long)t->id, exp);
+                    "is on at most one run queue)", (unsigned long long)t->id, st);
+    atomic_store_explicit(&t->state, WEFT__RUNNABLE, memory_order_relaxed);
     /* From a uthread, an application's scheduler (holding its queue lock)
      * must not be preempted: in_sched defers notifications. (The built-in
      * ones are weft's code, which is never preempted anyway.) */

@@ -173,7 +173,7 @@ uint64_t weft_now_ns(void)
 
 int weft_vcore_id(void)
 {
-    struct weft__vcore *vc = weft__vc();
+    struct weft__vcore *vc = weft__vc_at_entry(); /* an exported call: nothing cached across */
     return vc ? vc->id : -1;
 }
 
@@ -502,6 +502,10 @@ static WEFT__NOINLINE void kick_slow(int hint)
 
 void weft_vcore_kick(int hint)
 {
+    /* The only vcore is the caller (a uthread on it, or its vcore context):
+     * it is not parked, and it looks at its queue before it parks. */
+    if (weft__rt.nvcores == 1 && weft__vc_at_entry())
+        return;
     atomic_thread_fence(memory_order_seq_cst); /* partner: the fetch_sub in vcore_park */
     if (atomic_load_explicit(&weft__rt.nparked, memory_order_relaxed) == 0 ||
         atomic_load_explicit(&weft__rt.nspinning, memory_order_relaxed) != 0)
@@ -640,8 +644,10 @@ void weft__vcore_wake_for_timer(uint64_t deadline)
         weft_vcore_kick(-1); /* a parked vcore wakes and takes the duty */
 }
 
-/* vcore_idle(): nothing to run; spin for a while, then park. */
-static void vcore_idle(struct weft__vcore *vc)
+/* vcore_idle(): nothing to run; spin for a while, then park. Not inlined:
+ * weft__vcore_loop is entered afresh after every switch, and its prologue
+ * should stay that of a small function. */
+static WEFT__NOINLINE void vcore_idle(struct weft__vcore *vc)
 {
     if (atomic_load_explicit(&weft__rt.state, memory_order_relaxed) != WEFT__RUNNING_RT) {
         if (idle_of(vc) == WEFT__SPINNING)

@@ -245,12 +245,32 @@ static struct weft_uthread *steal(int me)
     return t;
 }
 
-/* take_next() takes q's next slot, if anything is there. */
+/* take_next() takes q's next slot, if anything is there. With one vcore
+ * there are no thieves: only that vcore's own kernel thread touches next
+ * (thread_runnable_ws fills it only from a uthread running there), so plain
+ * accesses do; otherwise a thief may race us for it. */
 static struct weft_uthread *take_next(struct rq *q)
 {
-    if (!atomic_load_explicit(&q->next, memory_order_relaxed))
+    struct weft_uthread *t = atomic_load_explicit(&q->next, memory_order_relaxed);
+    if (!t)
         return NULL;
+    if (nrq == 1) {
+        atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
+        return t;
+    }
     return atomic_exchange_explicit(&q->next, NULL, memory_order_acquire);
+}
+
+/* put_next() puts t in q's next slot (the caller runs on q's vcore) and
+ * returns what it displaced. */
+static struct weft_uthread *put_next(struct rq *q, struct weft_uthread *t)
+{
+    if (nrq == 1) { /* as in take_next */
+        struct weft_uthread *old = atomic_load_explicit(&q->next, memory_order_relaxed);
+        atomic_store_explicit(&q->next, t, memory_order_relaxed);
+        return old;
+    }
+    return atomic_exchange_explicit(&q->next, t, memory_order_acq_rel);
 }
 
 static void sched_entry_ws(void)
@@ -297,7 +317,7 @@ static void thread_runnable_ws(struct weft_uthread *t)
     if (!pinned && (weft_uthread_link(t)->sched_flags & WS_RAN) && v == weft_vcore_id() &&
         weft_self() != NULL) {
         /* Woken on its own vcore: run it next (a thief may take it first). */
-        t = atomic_exchange_explicit(&q->next, t, memory_order_acq_rel);
+        t = put_next(q, t);
         if (!t) {
             weft_vcore_kick(v);
             return;
