@@ -502,10 +502,14 @@ static WEFT__NOINLINE void kick_slow(int hint)
 
 void weft_vcore_kick(int hint)
 {
-    /* The only vcore is the caller (a uthread on it, or its vcore context):
-     * it is not parked, and it looks at its queue before it parks. */
-    if (weft__rt.nvcores == 1 && weft__vc_at_entry())
-        return;
+    /* A uthread running on the only vcore: that vcore is busy (off the
+     * idle list), and it looks at its queue at its next decision. (Not its
+     * vcore context: that may be the designated poller, counted parked.) */
+    if (weft__rt.nvcores == 1) {
+        struct weft__vcore *vc = weft__vc_at_entry();
+        if (vc && vc->current)
+            return;
+    }
     atomic_thread_fence(memory_order_seq_cst); /* partner: the fetch_sub in vcore_park */
     if (atomic_load_explicit(&weft__rt.nparked, memory_order_relaxed) == 0 ||
         atomic_load_explicit(&weft__rt.nspinning, memory_order_relaxed) != 0)
