@@ -86,6 +86,15 @@ LIMITS = [
     for prog in ("count", "chase") for t in (2, 100)
 ]
 
+# Overheads an issue asks to report without a number to meet: text, section,
+# impl, base impl, param. Not targets: shown in their section as the paired
+# ratio (yieldpass_md, "A small real program: sort"), never met or not met.
+OVERHEADS = [
+    (f"sort, {t} threads, -{opt}", "yieldpass", "weft-flag-100us", "weft-uninstrumented",
+     f"sort,threads={t},{opt}")
+    for opt, t in (("O2", 2), ("O2", 100), ("O0", 2))
+]
+
 # The fairness plot's weft variants, in row order.
 VARIANT_COLOURS = ["#d62728", "#ff7f0e", "#9467bd", "#1f77b4", "#e377c2", "#2ca02c", "#bcbd22"]
 
@@ -379,6 +388,8 @@ def wakelat_plot(plt: Any, rows: list[dict], save: Saver) -> None:
 # ---------------------------------------------------------------------------
 
 YP_BASE = "weft-uninstrumented"
+YP_PROGS = ("count", "chase", "sort")      # the seed's two, then the small real program
+YP_TIMER = "kernel-timer"                  # the machine's timer lateness (not a variant)
 
 
 def yp_threshold(impl: str) -> int | None:
@@ -413,11 +424,19 @@ def yp_us(v: float | None) -> str:
 
 def yp_param_key(param: str) -> tuple:
     prog, threads, opt = param.split(",")[:3]
-    return (opt != "O2", prog != "count", int(threads.split("=")[1]))
+    return (opt != "O2", YP_PROGS.index(prog) if prog in YP_PROGS else len(YP_PROGS),
+            int(threads.split("=")[1]))
+
+
+def yp_timer(rows: list[dict]) -> dict | None:
+    """The timer-lateness row (kernel_timerlat), if it has a result."""
+    return next((r for r in rows if r["section"] == "yieldpass" and r["impl"] == YP_TIMER
+                 and r["median"] is not None), None)
 
 
 def yieldpass_plots(plt: Any, rows: list[dict], save: Saver) -> None:
-    rs = [r for r in rows if r["section"] == "yieldpass" and r["median"]]
+    rs = [r for r in rows if r["section"] == "yieldpass" and r["median"]
+          and r["impl"] != YP_TIMER]
     timed = [r for r in rs if not r["param"].endswith(",intervals")]
     counter = [r for r in timed if yp_threshold(r["impl"]) is not None]
     if counter:
@@ -454,8 +473,10 @@ def yieldpass_plots(plt: Any, rows: list[dict], save: Saver) -> None:
     if flag:
         fig, ax = plt.subplots(figsize=(8, 5))
         params = sorted({r["param"] for r in flag}, key=yp_param_key)
+        cols = (VARIANT_COLOURS if len(params) <= len(VARIANT_COLOURS)
+                else [plt.get_cmap("tab20")(k % 20) for k in range(len(params))])
         for k, param in enumerate(params):
-            col = VARIANT_COLOURS[k % len(VARIANT_COLOURS)]
+            col = cols[k]
             pts = sorted((yp_quantum_us(r["impl"]), detail_median(r, "p50"),
                           detail_median(r, "p99"), max(r["samples"]))
                          for r in flag if r["param"] == param)
@@ -469,6 +490,11 @@ def yieldpass_plots(plt: Any, rows: list[dict], save: Saver) -> None:
         ax.plot(qs, qs, color="black", linewidth=0.8, label="the quantum")
         ax.plot(qs, [2 * q for q in qs], color="black", linewidth=0.8, linestyle="--",
                 label="2 × the quantum")
+        timer = yp_timer(rows)
+        if timer:
+            late = max(timer["samples"])
+            ax.plot(qs, [2 * q + late for q in qs], color="grey", linewidth=0.8, linestyle=":",
+                    label=f"2 × the quantum + this machine's timer lateness (max {late:.0f} µs)")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("quantum (preemption period), µs")
@@ -478,6 +504,53 @@ def yieldpass_plots(plt: Any, rows: list[dict], save: Saver) -> None:
         ax.legend(fontsize=7)
         save(fig, "yieldpass-intervals.png", "yield pass: flag mode, intervals between yields",
              "yieldpass")
+
+
+def yp_table(by: dict, params: list[str], impls: list[str], with_opt: bool = False) -> list[str]:
+    """A variants × params table of ns per iteration, each cell with its
+    paired overhead over weft-uninstrumented of the same param; the columns
+    name the -O level too if with_opt."""
+    heads = [p.replace(",", ", ").replace(", O", ", -O") if with_opt
+             else p.rsplit(",", 1)[0].replace(",", ", ") for p in params]
+    md = ["| variant | " + " | ".join(heads) + " |", "| --- |" + " ---: |" * len(params)]
+    for impl in impls:
+        cells = []
+        for param in params:
+            r = by.get((impl, param))
+            base = by.get((YP_BASE, param))
+            if r is None:
+                cells.append("")
+            elif r["missing"]:
+                cells.append("missing")
+            elif not r["median"]:
+                cells.append("**failed**")
+            else:
+                c = fmt_value(r["median"])
+                if base and base["median"] and r is not base:
+                    c += f" ({(paired_ratio(r, base) - 1) * 100:+.1f} %)"
+                if (r["spread"] or 0) > SPREAD_FLAG:
+                    c += " ⚠"
+                if r["problems"]:
+                    c += f" ({len(r['problems'])} failed)"
+                cells.append(c)
+        name = f"**{impl}**" if is_weft(impl) else impl
+        md.append(f"| {name} | " + " | ".join(cells) + " |")
+    return md
+
+
+def overheads(data: dict) -> list[dict]:
+    """OVERHEADS measured: the paired ratio of impl to its base, or why not."""
+    out = []
+    for text, section, impl, base_impl, param in OVERHEADS:
+        r, base = find(data, section, impl, param), find(data, section, base_impl, param)
+        if not (r and r["median"] and base and base["median"]):
+            why = "not run" if not (r and base) else "no result"
+            out.append({"text": text, "why": why})
+            continue
+        out.append({"text": text, "ratio": paired_ratio(r, base), "median": r["median"],
+                    "base_median": base["median"], "unit": r["unit"],
+                    "noisy": any((x["spread"] or 0) > SPREAD_FLAG for x in (r, base))})
+    return out
 
 
 def yieldpass_md(data: dict, rows: list[dict], images: str) -> list[str]:
@@ -491,51 +564,52 @@ def yieldpass_md(data: dict, rows: list[dict], images: str) -> list[str]:
           "flag 100 µs first, so the overheads below are the median of the per-round ratios "
           "to weft-uninstrumented (paired: this VM's speed drifts by tens of per cent over "
           "seconds). Runs last ~0.3-0.4 s: count does "
-          f"{s['work']['count']:,} iterations in all, chase {s['work']['chase']:,}, less "
-          "where an iteration costs more (counter mode on count, thresholds ≤ 10, count at "
-          "-O0; the `work` of each run is in the results file). The intervals between yields "
+          f"{s['work']['count']:,} iterations in all, chase {s['work']['chase']:,}, sort "
+          f"{s['work']['sort']:,}, less where an iteration costs more (counter mode on count "
+          "and sort, thresholds ≤ 10, count and sort at -O0; the `work` of each run is in the "
+          "results file). The intervals between yields "
           "come from one more run of each instrumented variant in the last round with "
-          "`--intervals 1`: wrappers of the slow paths (`-Wl,--wrap`) record, per uthread, "
+          "`--intervals 1` (sort: flag 100 µs only): wrappers of the slow paths "
+          "(`-Wl,--wrap`) record, per uthread, "
           "the time from getting the CPU back (its start, or the return from a slow path "
           "across which weft_stats()'s preempt_taken grew: the runtime yielded) to its next "
           "slow-path entry; slow paths that did not yield (a stale flag) are `ignored`. "
           f"This section took {s.get('seconds', 0):.0f} s.", "", images]
-    timed = [r for r in rows if not r["param"].endswith(",intervals")]
+    timed = [r for r in rows if not r["param"].endswith(",intervals") and r["impl"] != YP_TIMER]
     by = {(r["impl"], r["param"]): r for r in timed}
     for opt in ("O2", "O0"):
-        params = sorted({r["param"] for r in timed if r["param"].endswith("," + opt)},
-                        key=yp_param_key)
+        params = sorted({r["param"] for r in timed if r["param"].endswith("," + opt)
+                         and not r["param"].startswith("sort,")}, key=yp_param_key)
         if not params:
             continue
         impls = sorted({r["impl"] for r in timed if r["param"] in params}, key=yp_order)
-        md += ["", f"### -{opt}: ns per iteration (vs weft-uninstrumented, paired)", "",
-               "| variant | " + " | ".join(p.rsplit(",", 1)[0].replace(",", ", ")
-                                          for p in params) + " |",
-               "| --- |" + " ---: |" * len(params)]
-        for impl in impls:
-            cells = []
-            for param in params:
-                r = by.get((impl, param))
-                base = by.get((YP_BASE, param))
-                if r is None:
-                    cells.append("")
-                elif r["missing"]:
-                    cells.append("missing")
-                elif not r["median"]:
-                    cells.append("**failed**")
-                else:
-                    c = fmt_value(r["median"])
-                    if base and base["median"] and r is not base:
-                        c += f" ({(paired_ratio(r, base) - 1) * 100:+.1f} %)"
-                    if (r["spread"] or 0) > SPREAD_FLAG:
-                        c += " ⚠"
-                    if r["problems"]:
-                        c += f" ({len(r['problems'])} failed)"
-                    cells.append(c)
-            name = f"**{impl}**" if is_weft(impl) else impl
-            md.append(f"| {name} | " + " | ".join(cells) + " |")
+        md += ["", f"### -{opt}: ns per iteration (vs weft-uninstrumented, paired)", ""]
+        md += yp_table(by, params, impls)
+    sort_params = sorted({r["param"] for r in timed if r["param"].startswith("sort,")},
+                         key=yp_param_key)
+    if sort_params:
+        ovs = overheads(data)
+        md += ["", "### A small real program: sort", "",
+               "Issue 6 asks for the overhead on a small real program compiled with the pass, "
+               "without a number to meet, so it is reported here and not among the targets. "
+               "Flag mode at a 100 µs quantum over weft-uninstrumented (paired median of the "
+               "per-round ratios):", "",
+               "| sort | weft-flag-100us | weft-uninstrumented | overhead |",
+               "| --- | ---: | ---: | ---: |"]
+        for o in ovs:
+            if "why" in o:
+                md.append(f"| {o['text']} | {o['why']} | | |")
+                continue
+            md.append(f"| {o['text']} | {fmt_value(o['median'])} {o['unit']} | "
+                      f"{fmt_value(o['base_median'])} {o['unit']} | "
+                      f"**{(o['ratio'] - 1) * 100:+.1f} %**{' (noisy)' if o['noisy'] else ''} |")
+        impls = sorted({r["impl"] for r in timed if r["param"] in sort_params}, key=yp_order)
+        md += ["", "Every sort variant, ns per element (vs weft-uninstrumented, paired):", ""]
+        md += yp_table(by, sort_params, impls, with_opt=True)
     ivs = sorted([r for r in rows if r["param"].endswith(",intervals")],
                  key=lambda r: (yp_param_key(r["param"]), yp_order(r["impl"])))
+    timer = yp_timer(rows)
+    late = max(timer["samples"]) if timer else None
     if ivs:
         md += ["", "### Intervals between yields (µs, wall clock; one recorded run each)", "",
                "| variant | param | p50 | p99 | max | max, CPU time | yields | ignored |",
@@ -551,6 +625,8 @@ def yieldpass_md(data: dict, rows: list[dict], images: str) -> list[str]:
             mx = max(r["samples"])
             mx_txt = yp_us(mx) + (f" ({mx / q:.{1 if mx < 10 * q else 0}f} Q)" if q else "")
             cpu = detail_median(r, "max_cpu")
+            if q and late is not None and 2 * q < mx <= 2 * q + late and cpu and cpu >= 0.9 * mx:
+                mx_txt += " †"
             md.append(f"| **{r['impl']}** | {param} | {yp_us(detail_median(r, 'p50'))} | "
                       f"{yp_us(detail_median(r, 'p99'))} | {mx_txt} | {yp_us(cpu)} | "
                       f"{fmt_detail(r, 'yields')} | {fmt_detail(r, 'ignored')} |")
@@ -560,6 +636,27 @@ def yieldpass_md(data: dict, rows: list[dict], images: str) -> list[str]:
                    "long wall-clock max with a short CPU-time one was the machine, not weft. "
                    "Percentiles from a log-linear histogram (3 % resolution); below 0.1 µs "
                    "they are the clock reads' own granularity."]
+        if timer:
+            md += ["", f"This machine's timer, measured in the same run (kernel-timer, last "
+                       f"round): {fmt_detail(timer, 'sleeps')} sleeps of "
+                       f"{s.get('timer_sleep_us', 50)} µs, the ticker's sleep at a 100 µs "
+                       "quantum, made as the ticker makes it (an absolute FUTEX_WAIT_BITSET "
+                       "deadline, 1 ns of timer slack) on one CPU while a thread spins on "
+                       "another, woke late by "
+                       f"{yp_us(detail_median(timer, 'p50'))} µs at the median, "
+                       f"{yp_us(detail_median(timer, 'p99'))} µs at p99, "
+                       f"{yp_us(detail_median(timer, 'p999'))} µs at p99.9 and "
+                       f"**{yp_us(late)} µs at most**. The ticker looks twice a quantum and flags a run 1 to 1.5 Q "
+                       "after it began, so a look that wakes late flags the run that much "
+                       "later. † marks a flag-mode max above 2 Q but within 2 Q + the timer's "
+                       "max lateness, with a CPU-time max within 10 % of it (the vcore kept its "
+                       "CPU): its excess over 2 Q is the ticker woken late, as this machine's "
+                       "timer wakes a sleeper late, not weft. The target stays 2 Q, as the "
+                       "issue states it."]
+        elif any(r["impl"] == YP_TIMER for r in rows):
+            t = next(r for r in rows if r["impl"] == YP_TIMER)
+            why = t["missing"] or (t["problems"][0] if t["problems"] else "no result")
+            md += ["", f"This machine's timer lateness (kernel-timer): not measured ({why})."]
     bad = [r for r in rows if r["problems"]]
     if bad:
         md += ["", "Failed runs:"] + [

@@ -17,9 +17,10 @@ under load, sized by the set (quick or full) since their programs take the
 amount of work on the command line instead of sizing themselves.
 
 yieldpass_section() is issue 6's: the yield pass on the seed's two programs
-(bench/README.md, "The yield pass"); a section with min_rounds runs at least
-that many kept rounds whatever the set, and a job with last_round_only runs
-in the last kept round only (the intervals between yields).
+and a sort (bench/README.md, "The yield pass"); a section with min_rounds
+runs at least that many kept rounds whatever the set, and a job with
+last_round_only runs in the last kept round only (the intervals between
+yields, the machine's timer lateness).
 """
 
 from __future__ import annotations
@@ -301,27 +302,42 @@ def preempt_sections(ncpu: int, full: bool) -> list[Section]:
 
 # Total iterations of a run (split between the threads): ~0.3 s at -O2
 # uninstrumented on the 2-CPU EPYC VM the report was made on (count ~0.24 ns,
-# chase ~2.7 ns an iteration).
-YW_WORK = {"count": 1_300_000_000, "chase": 110_000_000}
+# chase ~2.7 ns, sort ~35 ns an iteration: an element sorted, 4096-key arrays).
+YW_WORK = {"count": 1_300_000_000, "chase": 110_000_000, "sort": 9_000_000}
 YW_THRESHOLDS = (5, 10, 100, 1000, 10**4, 10**5, 10**6, 10**7, 10**8, 10**9)
 YW_QUICK_THRESHOLDS = (10, 1000, 10**6)
 YW_QUANTA_US = (10, 100, 1000)
 YW_YIELD_EVERY = 10_000           # manual weft_yield(): every 10^4 iterations
 YW_THREADS = {"quick": (2, 100), "full": (2, 10, 50, 100)}
 YW_ROUNDS = 5                     # kept rounds, quick set included (the 2 % target)
+# sort, the small real program, runs fewer variants to keep the section short:
+# no weft-flag-10us, no signal preemption, one counter threshold, and only
+# flag 100 us records its intervals.
+YW_SORT_QUANTA_US = (100, 1000)
+YW_SORT_THRESHOLDS = (10**4,)
+# kernel_timerlat, once in the last round: this machine's timer lateness for
+# the ticker's sleep at a 100 us quantum (it looks twice a quantum).
+YW_TIMER_SLEEP_US = 50
+YW_TIMER_SLEEPS = 20_000
 
 
 def yw_work(prog: str, opt: str, threshold: int | None = None) -> int:
     """The work of one run: less where an iteration costs more, so that every
     run lasts ~0.3-0.4 s (the value is per iteration, so runs compare).
     Counting pays for counter mode's check (an RMW on TLS) at every
-    iteration, and -O0 doubles its loop."""
+    iteration, and -O0 doubles its loop; sorting pays ~1.35x for counter
+    mode (about a dozen checks an element) and ~1.45x at -O0."""
     w = YW_WORK[prog]
     if prog == "count":
         if threshold is not None:
             w //= 8 if threshold <= 5 else 4 if threshold <= 10 else 2
         if opt == "O0":
             w //= 2
+    elif prog == "sort":
+        if threshold is not None:
+            w = w * 3 // 4
+        if opt == "O0":
+            w = w * 2 // 3
     elif threshold is not None and threshold <= 10:
         w //= 2
     return w
@@ -340,9 +356,12 @@ def yw_label_us(us: int) -> str:
 def yw_group(impl: str, param: str) -> str:
     """The summary compares weft in flag mode at 100 us with the pinned
     pthreads, per program, thread count and -O level; the other variants
-    are compared with uninstrumented weft by the section's own tables."""
+    are compared with uninstrumented weft by the section's own tables; the
+    timer's lateness is a fact about the machine, compared with nothing."""
     if param.endswith(",intervals"):
         return "intervals"
+    if impl == "kernel-timer":
+        return "timer"
     if impl in ("pthread", "weft-flag-100us"):
         return param
     return param + " (variants)"
@@ -354,10 +373,14 @@ def yieldpass_section(full: bool) -> Section:
     thresholds = YW_THRESHOLDS if full else YW_QUICK_THRESHOLDS
     quiet = {"WEFT_PREEMPT_SIGNALS": "0"}
     jobs: list[Job] = []
-    intervals: list[Job] = []
+    intervals = [Job("yw_timerlat", "peer", "kernel_timerlat",
+                     [("kernel-timer", f"timer,sleep={YW_TIMER_SLEEP_US}us")],
+                     args=["--sleeps", str(YW_TIMER_SLEEPS), "--sleep-us", str(YW_TIMER_SLEEP_US)],
+                     last_round_only=True)]
     for opt in ("O2", "O0"):
         sfx = "_O0" if opt == "O0" else ""
-        for prog in ("count", "chase"):
+        for prog in ("count", "chase", "sort"):
+            sort = prog == "sort"
             for t in threads:
                 if opt == "O0" and not full and t != threads[0]:
                     continue              # quick: -O0 at the smallest thread count only
@@ -380,47 +403,67 @@ def yieldpass_section(full: bool) -> Section:
                 in_quick_o0 = full or opt == "O2"
                 job("plain", "weft_yieldwork", "weft-uninstrumented", [], quiet)
                 for us in sorted(YW_QUANTA_US, key=lambda q: q != 100):   # 100 us next to plain
-                    if us == 100 or in_quick_o0:
+                    if (us == 100 or in_quick_o0) and (not sort or us in YW_SORT_QUANTA_US):
                         job(f"flag{us}", "weft_yieldwork_flag", f"weft-flag-{yw_label_us(us)}",
-                            ["--preempt-us", str(us)], quiet, record=True)
+                            ["--preempt-us", str(us)], quiet, record=not sort or us == 100)
                 if not in_quick_o0:
                     continue
                 job("yield", "weft_yieldwork", f"weft-yield-{YW_YIELD_EVERY}",
                     ["--yield-every", str(YW_YIELD_EVERY)], quiet)
-                job("signal100", "weft_yieldwork", "weft-signal-100us",
-                    ["--preempt-us", "100"], {})
-                for n in thresholds:
+                if not sort:
+                    job("signal100", "weft_yieldwork", "weft-signal-100us",
+                        ["--preempt-us", "100"], {})
+                for n in YW_SORT_THRESHOLDS if sort else thresholds:
                     job(f"counter{n}", f"weft_yieldwork_counter{n}", f"weft-counter-{n}", [],
-                        quiet, threshold=n, record=True)
+                        quiet, threshold=n, record=not sort)
                 job("pthread", "kernel_yieldwork", "pthread", ["--cpu", "0"], {}, kind="peer")
+    sort_set = (f"uninstrumented, flag {' and '.join(yw_label_us(q) for q in YW_SORT_QUANTA_US)}, "
+                f"counter {', '.join(yw_fmt_n(n) for n in YW_SORT_THRESHOLDS)}, yield and pthread")
     sets = (f"Ran: the {size} set: threads {', '.join(map(str, threads))}; counter thresholds "
             f"{', '.join(yw_fmt_n(n) for n in thresholds)}; "
             + ("every variant at -O2 and -O0" if full else
-               f"-O2, and at -O0 uninstrumented and flag 100 us with {threads[0]} threads"))
+               f"-O2, and at -O0 uninstrumented and flag 100 us with {threads[0]} threads")
+            + f"; sort: only {sort_set}" + ("" if full else " at -O2"))
     return Section(
-        "yieldpass", "The yield pass: the seed's counting and pointer chasing on one core",
+        "yieldpass", "The yield pass: counting, pointer chasing and a sort on one core",
         "ns per iteration = the run's total time (start gate to the last thread's finish) ÷ "
         "the iterations of all threads (lower is better)", "lower",
         "The EPFL seed's two programs, rebuilt (bench/common/yieldwork.h): count, each thread "
         "increments its own counter (a 64-byte struct of its own, through a volatile pointer: "
         "one load, add and store an iteration); chase, each thread walks one shared, randomly "
         "linked doubly linked list of 4096 32-byte nodes (128 KiB, in L2) from its own start "
-        "node, next for a lap, prev for the next. The total work is fixed and split between "
-        "the threads; every thread's result is checked. One binary per compile-time variant, "
+        "node, next for a lap, prev for the next. And a small real program, as issue 6 asks: "
+        "sort, each thread fills an array of its own with 4096 random 32-bit keys and sorts "
+        "it with a hand-written quicksort (median-of-three pivot, insertion sort at 16 keys "
+        "or fewer, recursion on the smaller part: the pass instruments its entry as well as "
+        "its loops), again and again; an iteration is one element sorted, filling and "
+        "checking included. The total work is fixed and split between the threads; every "
+        "thread's result is checked (sort: every array in order, its keys' sum and xor "
+        "unchanged, every thread's share sorted). One binary per compile-time variant, "
         "all from one source compiled by clang-19 (bench/CMakeLists.txt): "
         "weft-uninstrumented (no yields: each uthread runs to completion); "
         f"weft-yield-{YW_YIELD_EVERY} (weft_yield() by hand every {YW_YIELD_EVERY:,} "
-        "iterations); weft-flag-Q (the pass in flag mode, quantum Q = the preemption period: "
-        "the runtime's ticker sets the flag, WEFT_PREEMPT_SIGNALS=0 so no signal preempts "
-        "anything); weft-counter-N (the pass in counter mode, a yield every N checks); "
-        "weft-signal-100us (uninstrumented, signal preemption every 100 us: what flag mode "
-        "replaces); pthread (one kernel thread per thread). " + sets + ".",
+        f"iterations; sort: between two arrays once {YW_YIELD_EVERY:,} elements or more were "
+        "sorted since the last yield); weft-flag-Q (the pass in flag mode, quantum Q = the "
+        "preemption period: the runtime's ticker sets the flag, WEFT_PREEMPT_SIGNALS=0 so no "
+        "signal preempts anything); weft-counter-N (the pass in counter mode, a yield every N "
+        "checks); weft-signal-100us (uninstrumented, signal preemption every 100 us: what "
+        "flag mode replaces); pthread (one kernel thread per thread). kernel-timer "
+        f"(peers/kernel_timerlat, once, in the last round): {YW_TIMER_SLEEPS:,} sleeps of "
+        f"{YW_TIMER_SLEEP_US} us as the ticker sleeps at a 100 us quantum (absolute "
+        "FUTEX_WAIT_BITSET deadline, timer slack 1 ns) while another thread spins: how late "
+        "this machine's timer wakes a thread. " + sets + ".",
         "weft: weft_config.vcores = 1 (weft pins its one vcore to a CPU); the ticker thread "
-        "is not pinned. pthread: the process pins itself to CPU 0 (sched_setaffinity) before "
-        "creating its threads, so the kernel time-slices them on one CPU.",
+        "pins itself to the CPUs with no vcore. pthread: the process pins itself to CPU 0 "
+        "(sched_setaffinity) before creating its threads, so the kernel time-slices them on "
+        "one CPU. kernel-timer: the sleeper pinned to the second CPU of the affinity mask, "
+        "the spinner to the first, as the ticker and the busy vcore are.",
         jobs + intervals, group=yw_group, min_rounds=YW_ROUNDS,
         meta={"set": size, "threads": list(threads), "thresholds": list(thresholds),
               "quanta_us": list(YW_QUANTA_US), "yield_every": YW_YIELD_EVERY,
+              "sort_quanta_us": list(YW_SORT_QUANTA_US),
+              "sort_thresholds": list(YW_SORT_THRESHOLDS),
+              "timer_sleep_us": YW_TIMER_SLEEP_US,
               "work": {p: yw_work(p, "O2") for p in YW_WORK}})
 
 

@@ -1,10 +1,11 @@
 /*
  * yieldwork.h — what the yield-pass benchmark's two programs share
  * (bench/weft/yieldwork.c, bench/peers/kernel/yieldwork.c): the seed's two
- * workloads, their checks, the command line and the RESULT line.
+ * workloads, a small real program (sort), their checks, the command line and
+ * the RESULT line.
  *
- * The workloads (after the EPFL report that seeded issue 6), each split
- * evenly between T threads (total work fixed, whatever T):
+ * The workloads (count and chase after the EPFL report that seeded issue 6),
+ * each split evenly between T threads (total work fixed, whatever T):
  *
  *   count  every thread increments its own counter (a 64-byte struct of its
  *          own, written through a volatile pointer: one load, add and store
@@ -16,12 +17,26 @@
  *          `work / T` steps, following `next` for a lap (nodes steps) and
  *          `prev` for the next lap, and so on; checked: the node reached,
  *          against the one its position in the order says it must be.
+ *   sort   every thread fills an array of its own with YW_SORT_N random
+ *          32-bit keys (its own xorshift state, seeded per thread) and sorts
+ *          it with the quicksort below (median-of-three pivot, insertion
+ *          sort at YW_SORT_SMALL keys or fewer, recursion on the smaller part
+ *          and a loop on the larger: a recursive function, so the pass
+ *          instruments its entry as well as its loops), again and again
+ *          until it has sorted `work / T` elements (its last array may be
+ *          shorter). An iteration is one element sorted; the time includes
+ *          filling the arrays and checking them. Checked after every sort:
+ *          the array is non-decreasing and its keys' sum and xor are those
+ *          of the keys filled in (else the run fails at once); at the end,
+ *          every thread sorted exactly its share.
  *
- * The inner loops call nothing. With `--yield-every K` (the weft program
- * only) the work is cut into chunks of K iterations with a weft_yield()
- * between two chunks; otherwise it is one chunk. Both programs take
+ * The inner loops call nothing (sort calls only itself). With
+ * `--yield-every K` (the weft program only) count and chase are cut into
+ * chunks of K iterations with a weft_yield() between two chunks (otherwise
+ * one chunk), and sort yields between two arrays once K or more elements
+ * were sorted since its last yield. Both programs take
  *
- *   <program> count|chase [--threads T] [--work N] [...]
+ *   <program> count|chase|sort [--threads T] [--work N] [...]
  *
  * create every thread first, open a start gate, and time until the last
  * thread has finished (each thread stamps its own finish); then
@@ -46,8 +61,10 @@
 
 #define YW_NODES 4096u
 #define YW_MAX_THREADS 100000u
+#define YW_SORT_N 4096u      /* keys of one array (16 KiB) */
+#define YW_SORT_SMALL 16u    /* insertion sort at or below this many */
 
-enum yw_prog { YW_COUNT, YW_CHASE };
+enum yw_prog { YW_COUNT, YW_CHASE, YW_SORT };
 
 /* ---- count ----------------------------------------------------------------- */
 
@@ -164,6 +181,86 @@ static inline uint32_t yw_chase_expected(const struct yw_list *l, uint32_t start
     return l->order[p];
 }
 
+/* ---- sort ------------------------------------------------------------------ */
+
+/* yw_insertion() sorts a[0..n-1] by insertion. */
+static inline void yw_insertion(uint32_t *a, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        uint32_t v = a[i];
+        size_t j = i;
+        for (; j > 0 && a[j - 1] > v; j--)
+            a[j] = a[j - 1];
+        a[j] = v;
+    }
+}
+
+/* yw_quicksort() sorts a[0..n-1]: Hoare's partition around the median of
+ * the first, middle and last keys, recursion on the smaller part and a loop
+ * on the larger (at most log2 n frames deep), insertion sort at or below
+ * YW_SORT_SMALL keys. */
+static void yw_quicksort(uint32_t *a, size_t n)
+{
+    while (n > YW_SORT_SMALL) {
+        size_t mid = n / 2;
+        uint32_t t;
+        if (a[mid] < a[0]) {
+            t = a[mid]; a[mid] = a[0]; a[0] = t;
+        }
+        if (a[n - 1] < a[mid]) {
+            t = a[n - 1]; a[n - 1] = a[mid]; a[mid] = t;
+            if (a[mid] < a[0]) {
+                t = a[mid]; a[mid] = a[0]; a[0] = t;
+            }
+        }
+        uint32_t pivot = a[mid];
+        size_t i = 0, j = n - 1;         /* a[0] <= pivot <= a[n - 1]: sentinels */
+        for (;;) {
+            while (a[++i] < pivot)
+                ;
+            while (a[--j] > pivot)
+                ;
+            if (i >= j)
+                break;
+            t = a[i]; a[i] = a[j]; a[j] = t;
+        }
+        size_t left = j + 1;             /* a[0..j] <= pivot <= a[j+1..n-1] */
+        if (left < n - left) {
+            yw_quicksort(a, left);
+            a += left;
+            n -= left;
+        } else {
+            yw_quicksort(a + left, n - left);
+            n = left;
+        }
+    }
+    yw_insertion(a, n);
+}
+
+/* yw_sort_one() fills a[0..n-1] from *x, sorts it and checks it (or fails
+ * the run: thread i's array number k). */
+static inline void yw_sort_one(uint32_t *a, size_t n, uint64_t *x, size_t i, uint64_t k)
+{
+    uint64_t sum = 0;
+    uint32_t bits = 0;
+    for (size_t e = 0; e < n; e++) {
+        a[e] = (uint32_t)(yw_rand(x) >> 32);
+        sum += a[e];
+        bits ^= a[e];
+    }
+    yw_quicksort(a, n);
+    uint64_t sum2 = a[0];
+    uint32_t bits2 = a[0], bad = 0;
+    for (size_t e = 1; e < n; e++) {
+        bad += a[e - 1] > a[e];
+        sum2 += a[e];
+        bits2 ^= a[e];
+    }
+    if (bad || sum2 != sum || bits2 != bits)
+        bench_fail("sort: thread %zu, array %llu of %zu keys: %s", i, (unsigned long long)k, n,
+                   bad ? "not in order after sorting" : "the keys changed while sorting");
+}
+
 /* ---- the run ------------------------------------------------------------------- */
 
 /* Per thread, one cache line or more of its own. */
@@ -171,6 +268,9 @@ struct yw_thread {
     struct yw_counter counter;
     struct yw_walk walk;
     uint32_t start_id;
+    uint32_t *keys;           /* sort: the thread's array */
+    uint64_t rng;             /* sort: its xorshift state */
+    uint64_t sorted;          /* sort: elements sorted */
     uint64_t finish;          /* absolute ns; 0 = not finished */
 } __attribute__((aligned(64)));
 
@@ -179,23 +279,29 @@ struct yw_run {
     const char *prog_name;
     uint64_t threads, work, per_thread, yield_every;
     struct yw_list list;
+    uint32_t *keys;           /* sort: every thread's array, one block */
     struct yw_thread *th;
     void (*yield)(void);      /* between two chunks, or NULL */
     uint64_t t0;              /* the gate opened */
 };
 
-/* yw_parse() reads "count|chase" and the options common to both programs
- * (opts holds --threads and --work first; the program's own after them),
- * or exits 2. */
+/* yw_parse() reads "count|chase|sort" and the options common to both
+ * programs (opts holds --threads and --work first; the program's own after
+ * them), or exits 2. */
 static void yw_parse(struct yw_run *r, int argc, char **argv, struct bench_opt *opts,
                      size_t nopts, const char *usage)
 {
-    if (argc < 2 || (strcmp(argv[1], "count") != 0 && strcmp(argv[1], "chase") != 0)) {
-        fprintf(stderr, "%s: the first argument must be count or chase\nusage: %s %s\n",
+    static const char *const names[] = { [YW_COUNT] = "count", [YW_CHASE] = "chase",
+                                         [YW_SORT] = "sort" };
+    size_t p = 0;
+    while (argc >= 2 && p < sizeof names / sizeof names[0] && strcmp(argv[1], names[p]) != 0)
+        p++;
+    if (argc < 2 || p == sizeof names / sizeof names[0]) {
+        fprintf(stderr, "%s: the first argument must be count, chase or sort\nusage: %s %s\n",
                 argv[0], argv[0], usage);
         exit(2);
     }
-    r->prog = strcmp(argv[1], "count") == 0 ? YW_COUNT : YW_CHASE;
+    r->prog = (enum yw_prog)p;
     r->prog_name = argv[1];
     argv[1] = argv[0];
     bench_opts_parse(argc - 1, argv + 1, usage, opts, nopts);
@@ -205,7 +311,8 @@ static void yw_parse(struct yw_run *r, int argc, char **argv, struct bench_opt *
     r->per_thread = r->work / r->threads;
 }
 
-/* yw_setup() allocates the threads' state (and the list for chase). */
+/* yw_setup() allocates the threads' state (and the list for chase, the
+ * arrays for sort: touched here, so that no page fault is timed). */
 static void yw_setup(struct yw_run *r)
 {
     r->th = aligned_alloc(64, r->threads * sizeof *r->th);
@@ -219,12 +326,59 @@ static void yw_setup(struct yw_run *r)
             r->th[i].start_id = r->th[i].walk.p->id;
         }
     }
+    if (r->prog == YW_SORT) {
+        size_t n = r->per_thread < YW_SORT_N ? (size_t)r->per_thread : YW_SORT_N;
+        size_t stride = (n + 15) / 16 * 16;          /* 64-byte aligned arrays */
+        r->keys = aligned_alloc(64, r->threads * stride * sizeof *r->keys);
+        if (!r->keys)
+            bench_fail("sort: no memory for %llu arrays of %zu keys",
+                       (unsigned long long)r->threads, n);
+        memset(r->keys, 0, r->threads * stride * sizeof *r->keys);
+        for (uint64_t i = 0; i < r->threads; i++) {
+            r->th[i].keys = r->keys + i * stride;
+            r->th[i].rng = (yw_seed ^ (i + 1) * 0x9e3779b97f4a7c15u) | 1;
+        }
+    }
+}
+
+/* yw_free() frees what yw_setup() allocated. */
+static void yw_free(struct yw_run *r)
+{
+    if (r->prog == YW_CHASE)
+        yw_list_free(&r->list);
+    free(r->keys);
+    free(r->th);
+}
+
+/* yw_sort_work() is thread i's sorting: arrays of YW_SORT_N keys (the last
+ * one shorter if its share ends there), a yield between two arrays once
+ * yield_every or more elements were sorted since the last one. */
+static inline void yw_sort_work(struct yw_run *r, size_t i)
+{
+    struct yw_thread *t = &r->th[i];
+    uint64_t since = 0;
+    for (uint64_t left = r->per_thread, k = 0; left; k++) {
+        size_t n = left < YW_SORT_N ? (size_t)left : YW_SORT_N;
+        yw_sort_one(t->keys, n, &t->rng, i, k);
+        t->sorted += n;
+        left -= n;
+        since += n;
+        if (left && r->yield && since >= r->yield_every) {
+            r->yield();
+            since = 0;
+        }
+    }
 }
 
 /* yw_work() is thread i's whole work, then its finish stamp. */
 static inline void yw_work(struct yw_run *r, size_t i)
 {
     struct yw_thread *t = &r->th[i];
+    if (r->prog == YW_SORT) {
+        yw_sort_work(r, i);
+        t->finish = bench_now_ns();
+        return;
+    }
     uint64_t every = r->yield_every ? r->yield_every : r->per_thread;
     for (uint64_t left = r->per_thread; left;) {
         uint64_t k = left < every ? left : every;
@@ -248,8 +402,10 @@ static void yw_check(const struct yw_run *r, const char *impl, uint64_t *first, 
         const struct yw_thread *t = &r->th[i];
         if (r->prog == YW_COUNT)
             bad += t->counter.v != r->per_thread;
-        else
+        else if (r->prog == YW_CHASE)
             bad += t->walk.p->id != yw_chase_expected(&r->list, t->start_id, r->per_thread);
+        else
+            bad += t->sorted != r->per_thread;
         if (t->finish < r->t0)
             bench_fail("%s %s: thread %llu has no finish time", impl, r->prog_name,
                        (unsigned long long)i);
@@ -259,7 +415,8 @@ static void yw_check(const struct yw_run *r, const char *impl, uint64_t *first, 
     if (bad)
         bench_fail("%s %s: %llu of %llu threads ended with a wrong %s", impl, r->prog_name,
                    (unsigned long long)bad, (unsigned long long)r->threads,
-                   r->prog == YW_COUNT ? "count" : "node");
+                   r->prog == YW_COUNT ? "count" : r->prog == YW_CHASE ? "node"
+                   : "number of elements sorted");
     *first = lo - r->t0;
     *last = hi - r->t0;
 }

@@ -1,8 +1,8 @@
 /*
  * yieldwork.c — the yield pass's benchmark (issue 6): the EPFL seed's two
- * programs, counting and pointer chasing (bench/common/yieldwork.h), run by
- * T uthreads on one vcore. One source, one binary per compile-time variant
- * (bench/CMakeLists.txt):
+ * programs, counting and pointer chasing, and a small real program, sorting
+ * (bench/common/yieldwork.h), run by T uthreads on one vcore. One source,
+ * one binary per compile-time variant (bench/CMakeLists.txt):
  *
  *   weft_yieldwork[_O0]           gcc or clang, no pass: weft-uninstrumented
  *                                 (each uthread runs to completion), or with
@@ -14,10 +14,11 @@
  *   weft_yieldwork_counter<N>     clang + the pass, counter mode, threshold N
  *                                 (YW_COUNTER=N): weft-counter-<N>
  *
- *   weft_yieldwork count|chase [--threads T] [--work N] [--yield-every K]
+ *   weft_yieldwork count|chase|sort [--threads T] [--work N] [--yield-every K]
  *                  [--preempt-us P] [--intervals 0|1]
  *
- * T = 2, N = total iterations (split evenly), K = 0 (no manual yield), P = 0.
+ * T = 2, N = total iterations (split evenly), K = 0 (no manual yield; sort
+ * yields between two arrays once K elements were sorted), P = 0.
  * The runtime: weft_config.vcores = 1 (weft pins its vcore to a CPU), the
  * period P set with weft_set_preempt_period(). The driver runs every weft
  * variant with WEFT_PREEMPT_SIGNALS=0, so only the pass's checks yield.
@@ -316,7 +317,7 @@ int main(int argc, char **argv)
         { "--preempt-us", &preempt_us, 0, 10000000 },
         { "--intervals", &intervals, 0, 1 },
     };
-    const char *usage = "count|chase [--threads T] [--work N] [--yield-every K] "
+    const char *usage = "count|chase|sort [--threads T] [--work N] [--yield-every K] "
                         "[--preempt-us P] [--intervals 0|1]";
     yw_parse(&run, argc, argv, opts, sizeof opts / sizeof opts[0], usage);
 #ifndef YW_WRAP
@@ -370,8 +371,6 @@ int main(int argc, char **argv)
 #endif
         yw_report(&run, impl, stats);
     free(ts);
-    if (run.prog == YW_CHASE)
-        yw_list_free(&run.list);
-    free(run.th);
+    yw_free(&run);
     return 0;
 }

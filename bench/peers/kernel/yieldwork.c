@@ -1,10 +1,10 @@
 /*
  * yieldwork.c (kernel peer) — the yield pass's benchmark (issue 6) with one
  * pthread per thread, every thread on one CPU: the seed's counting and
- * pointer-chasing programs (bench/common/yieldwork.h), the same work and
- * checks as bench/weft/yieldwork.c's. impl=pthread.
+ * pointer-chasing programs and the sort (bench/common/yieldwork.h), the
+ * same work and checks as bench/weft/yieldwork.c's. impl=pthread.
  *
- *   kernel_yieldwork count|chase [--threads T] [--work N] [--cpu C]
+ *   kernel_yieldwork count|chase|sort [--threads T] [--work N] [--cpu C]
  *
  * T = 2, N = total iterations (split evenly), C = 0. The process pins
  * itself to CPU C (sched_setaffinity, before creating any thread: every
@@ -67,7 +67,7 @@ int main(int argc, char **argv)
         { "--cpu", &cpu, 0, CPU_SETSIZE - 1 },
     };
     yw_parse(&run, argc, argv, opts, sizeof opts / sizeof opts[0],
-             "count|chase [--threads T] [--work N] [--cpu C]");
+             "count|chase|sort [--threads T] [--work N] [--cpu C]");
     bench_need_cpus((int)cpu + 1);
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -93,8 +93,6 @@ int main(int argc, char **argv)
                (unsigned long long)cpu);
     yw_report(&run, "pthread", "");
     free(ts);
-    if (run.prog == YW_CHASE)
-        yw_list_free(&run.list);
-    free(run.th);
+    yw_free(&run);
     return 0;
 }
