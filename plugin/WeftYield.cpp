@@ -11,7 +11,13 @@
 //   The slow block is moved to the end of the function, so even at -O0
 //   (no block placement) the hot path falls through.
 //     flag mode (default, -weft-yield-mode=flag):
-//       x86_64:  movq weft__yield_flag@gottpoff(%rip), %r ; movzbl %fs:(%r), %r
+//       x86_64:  cmpb $0, %fs:(%r) ; jne  (a flag output: two instructions),
+//                where %r holds the flag's offset from the thread pointer,
+//                loaded from the GOT (movq weft__yield_flag@gottpoff(%rip))
+//                once per call, in the entry block, by an asm that is not a
+//                side effect: the offset is the same in every thread, so
+//                only the %fs-relative access must stay at the check (a
+//                compare plus a load made sort's checked loops ~7 % slower)
 //       aarch64: mrs x, tpidr_el0 ; adrp/ldr :gottprel: ; ldrb w, [x, off]
 //       != 0  ->  weft__yield_slow()
 //     counter mode (-weft-yield-mode=counter -weft-yield-threshold=N):
@@ -241,20 +247,39 @@ Arch archOf(const Triple &T) {
   return Arch::None;
 }
 
-// Emits the TLS access at B's insertion point and returns an i32: the flag
-// byte zero-extended (flag mode) or the incremented count (counter mode).
-Value *emitTLSAccess(IRBuilder<> &B, Arch A, YieldMode Mode) {
+// Emits, at B's insertion point, x86_64 flag mode's load of the flag's
+// offset from the thread pointer (its GOT slot: the same for every thread,
+// so one load per function call serves every check in it).
+Value *emitFlagOffset(IRBuilder<> &B) {
+  auto *IA = InlineAsm::get(FunctionType::get(B.getInt64Ty(), false),
+                            "movq weft__yield_flag@gottpoff(%rip), $0", "=r",
+                            /*hasSideEffects=*/false);
+  CallInst *Call = B.CreateCall(IA, {}, "weft.yield.off");
+  Call->addFnAttr(Attribute::NoUnwind);
+  Call->setMemoryEffects(MemoryEffects::none());
+  return Call;
+}
+
+// Emits the TLS access at B's insertion point and returns an i32: nonzero
+// if the flag is set (flag mode) or the incremented count (counter mode).
+// Off: x86_64 flag mode's emitFlagOffset() value.
+Value *emitTLSAccess(IRBuilder<> &B, Arch A, YieldMode Mode, Value *Off) {
   LLVMContext &Ctx = B.getContext();
   Type *I32 = B.getInt32Ty(), *I64 = B.getInt64Ty();
-  // x86_64 flag mode needs one register; the others a value and a scratch.
+  // Counter mode and aarch64 need a value and a scratch register.
   Type *RetTy = StructType::get(Ctx, {I32, I64});
   const char *Asm = nullptr;
   const char *Constraints = "=&r,=&r";
   if (A == Arch::X86_64 && Mode == YieldMode::Flag) {
-    RetTy = I64;
-    Asm = "movq weft__yield_flag@gottpoff(%rip), $0\n\t"
-          "movzbl %fs:($0), ${0:k}";
-    Constraints = "=r";
+    // One compare of the byte at %fs:off, its result in ZF (a flag output):
+    // with the branch, two instructions.
+    auto *IA = InlineAsm::get(FunctionType::get(I32, {I64}, false),
+                              "cmpb $$0, %fs:($1)", "={@ccne},r",
+                              /*hasSideEffects=*/true);
+    CallInst *Call = B.CreateCall(IA, {Off}, "weft.yield.val");
+    Call->addFnAttr(Attribute::NoUnwind);
+    Call->setMemoryEffects(MemoryEffects::inaccessibleMemOnly());
+    return Call;
   } else if (A == Arch::X86_64) {
     // xadd: one RMW of this thread's count, so a preempting signal cannot
     // split it; then +1 for the new value.
@@ -368,13 +393,28 @@ public:
     }
 
     for (Plan &P : Plans) {
+      if (!P.Entry && P.Latches.empty()) {
+        if (Opts->Stats)
+          printStats(*P.F, P.Stats);
+        continue;
+      }
+      BasicBlock::iterator IP = hoistStaticAllocas(*P.F);
+      Value *Off = nullptr;
+      if (A == Arch::X86_64 && Mode == YieldMode::Flag) {
+        IRBuilder<> B(&*IP);
+        Off = emitFlagOffset(B);
+        IP = std::next(cast<Instruction>(Off)->getIterator());
+      }
       if (P.Entry) {
-        insertEntryCheck(*P.F, A, Mode);
+        DebugLoc DL;
+        if (DISubprogram *SP = P.F->getSubprogram())
+          DL = DILocation::get(Ctx, SP->getScopeLine(), 0, SP);
+        insertCheck(*P.F, &*IP, DL, A, Mode, Off);
         ++P.Stats.EntryChecks;
       }
       for (BasicBlock *BB : P.Latches) {
         insertCheck(*P.F, BB->getTerminator(), BB->getTerminator()->getDebugLoc(),
-                    A, Mode);
+                    A, Mode, Off);
         ++P.Stats.LatchChecks;
       }
       if (Opts->Stats)
@@ -426,8 +466,9 @@ private:
     }
   }
 
-  // Moves the entry block's static allocas to its top and checks after them.
-  static void insertEntryCheck(Function &F, Arch A, YieldMode Mode) {
+  // Moves the entry block's static allocas to its top (so they stay static
+  // with code before them) and returns the point after them.
+  static BasicBlock::iterator hoistStaticAllocas(Function &F) {
     BasicBlock &Entry = F.getEntryBlock();
     auto IP = Entry.getFirstInsertionPt();
     SmallVector<AllocaInst *, 8> Static;
@@ -440,19 +481,16 @@ private:
         AI->moveBefore(Entry, IP);
       else
         ++IP;
-    DebugLoc DL;
-    if (DISubprogram *SP = F.getSubprogram())
-      DL = DILocation::get(F.getContext(), SP->getScopeLine(), 0, SP);
-    insertCheck(F, &*IP, DL, A, Mode);
+    return IP;
   }
 
   static void insertCheck(Function &F, Instruction *Before, DebugLoc DL,
-                          Arch A, YieldMode Mode) {
+                          Arch A, YieldMode Mode, Value *Off) {
     Module &M = *F.getParent();
     LLVMContext &Ctx = F.getContext();
     IRBuilder<> B(Before);
     B.SetCurrentDebugLocation(DL);
-    Value *V = emitTLSAccess(B, A, Mode);
+    Value *V = emitTLSAccess(B, A, Mode, Off);
     Value *Cond =
         Mode == YieldMode::Flag
             ? B.CreateICmpNE(V, B.getInt32(0), "weft.yield.flagged")

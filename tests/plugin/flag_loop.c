@@ -1,8 +1,11 @@
 // Flag mode: a counting loop gets exactly one check, at -O2 and at -O0
 // (where clang marks the function optnone: the pass is required). The check
-// is the thread-pointer-relative asm load, a compare, an unlikely branch to
-// a cold call of weft__yield_slow that branches back; the module gets a
-// constructor registering flag mode (1).
+// is a compare of the byte at the thread pointer plus the flag's offset
+// (inline asm, the result in ZF: a flag output), an unlikely branch to a cold
+// call of weft__yield_slow that branches back; the offset (from the GOT, the
+// same in every thread) is loaded once, at the function's entry, by an asm
+// that is not a side effect. The module gets a constructor registering flag
+// mode (1).
 // At -O2 the loop is unrolled by 4 and its remainder loop (at most 3 trips)
 // is skipped as small.
 //
@@ -28,10 +31,10 @@ void count(unsigned long n)
 // CHECK: @llvm.global_ctors = appending global [1 x { i32, ptr, ptr }] [{ i32, ptr, ptr } { i32 65535, ptr @weft.yield.ctor, ptr null }]
 // CHECK-LABEL: define {{.*}}void @count(
 // O0-SAME: #[[FN:[0-9]+]]
+// CHECK: [[OFF:%.*]] = call i64 asm "movq weft__yield_flag@gottpoff(%rip), $0", "=r"() #[[OFFA:[0-9]+]]
 // CHECK-NOT: asm sideeffect
-// CHECK: [[V:%.*]] = call i64 asm sideeffect "movq weft__yield_flag@gottpoff(%rip), $0\0A\09movzbl %fs:($0), ${0:k}", "=r"() #[[ASM:[0-9]+]]
-// CHECK-NEXT: [[B:%.*]] = trunc i64 [[V]] to i32
-// CHECK-NEXT: [[C:%.*]] = icmp ne i32 [[B]], 0
+// CHECK: [[V:%.*]] = call i32 asm sideeffect "cmpb $$0, %fs:($1)", "={@ccne},r"(i64 [[OFF]]) #[[ASM:[0-9]+]]
+// CHECK-NEXT: [[C:%.*]] = icmp ne i32 [[V]], 0
 // CHECK-NEXT: br i1 [[C]], label %[[SLOW:[-a-z0-9.]+]], label %[[CONT:[-a-z0-9.]+]], !prof ![[PROF:[0-9]+]]
 // CHECK-NOT: asm sideeffect
 // The slow block is the function's last.
@@ -46,6 +49,7 @@ void count(unsigned long n)
 // CHECK-NEXT: ret void
 // O0: attributes #[[FN]] = { {{.*}}optnone
 // CHECK: attributes #[[DECL]] = { cold nounwind }
+// CHECK: attributes #[[OFFA]] = { nounwind memory(none) }
 // CHECK: attributes #[[ASM]] = { nounwind memory(inaccessiblemem: readwrite) }
 // CHECK: attributes #[[COLD]] = { cold noinline nounwind }
 // CHECK: ![[PROF]] = !{!"branch_weights", i32 1, i32 1048575}

@@ -19,6 +19,6 @@ void count(unsigned long n)
 
 // CHECK: @llvm.global_ctors = {{.*}}@weft.yield.ctor
 // CHECK-LABEL: define {{.*}}void @count(
-// CHECK: asm sideeffect "movq weft__yield_flag@gottpoff
+// CHECK: asm sideeffect "cmpb $$0, %fs:($1)"
 // CHECK-NOT: asm sideeffect
 // CHECK: call void @weft__yield_slow()

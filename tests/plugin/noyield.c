@@ -52,7 +52,7 @@ void caller(unsigned long n)
 // CHECK-NOT: asm sideeffect
 // CHECK: ret i64
 // CHECK-LABEL: define {{.*}}void @loud(
-// CHECK: asm sideeffect "movq weft__yield_flag@gottpoff
+// CHECK: asm sideeffect "cmpb $$0, %fs:($1)"
 // CHECK-NOT: asm sideeffect
 // CHECK-LABEL: define {{.*}}void @weft__runtime_loop(
 // CHECK-NOT: asm sideeffect

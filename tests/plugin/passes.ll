@@ -42,10 +42,10 @@ exit:
 ; CHECK-LABEL: define void @two_latches(
 ; CHECK: a:
 ; CHECK-NEXT: %ca = icmp
-; CHECK-NEXT: call i64 asm sideeffect "movq weft__yield_flag@gottpoff
+; CHECK-NEXT: call i32 asm sideeffect "cmpb $$0, %fs:($1)"
 ; CHECK: b:
 ; CHECK-NEXT: %cb = icmp
-; CHECK-NEXT: call i64 asm sideeffect "movq weft__yield_flag@gottpoff
+; CHECK-NEXT: call i32 asm sideeffect "cmpb $$0, %fs:($1)"
 ; CHECK: weft.yield.slow:
 ; CHECK-NEXT: call void @weft__yield_slow()
 ; CHECK: weft.yield.slow{{[0-9]+}}:
@@ -76,8 +76,8 @@ exit:
 ; CHECK-LABEL: define void @shared_latch(
 ; CHECK: latch:
 ; CHECK-NEXT: %k = load volatile
-; CHECK-NEXT: call i64 asm sideeffect
-; CHECK-NOT: call i64 asm sideeffect
+; CHECK-NEXT: call i32 asm sideeffect
+; CHECK-NOT: call i32 asm sideeffect
 ; CHECK: ret void
 
 ; Recursive: the entry check goes after the static allocas, which are moved
@@ -107,8 +107,9 @@ done:
 ; CHECK-NEXT: entry:
 ; CHECK-NEXT: %a = alloca i32
 ; CHECK-NEXT: %b = alloca i64
-; CHECK-NEXT: call i64 asm sideeffect "movq weft__yield_flag@gottpoff
-; CHECK-NOT: call i64 asm sideeffect
+; CHECK-NEXT: call i64 asm "movq weft__yield_flag@gottpoff
+; CHECK-NEXT: call i32 asm sideeffect "cmpb $$0, %fs:($1)"
+; CHECK-NOT: call i32 asm sideeffect
 ; CHECK: ret i32 0
 
 ; A loop whose latch is an invoke of a checked function: covered.

@@ -37,13 +37,14 @@ __attribute__((noinline)) int is_odd(unsigned n) { return n == 0 ? 0 : is_even(n
 // Not recursive: no entry check.
 int leaf(int x) { return x * 3; }
 
-// The check is the entry block's first instruction after its allocas.
+// The check follows the entry block's allocas and the flag offset's load.
 // CHECK-LABEL: define {{.*}}i32 @depth(
 // O0-NEXT: alloca
 // O0-NEXT: alloca
 // O0-NEXT: alloca
 // O0-NEXT: alloca
-// CHECK-NEXT: call i64 asm sideeffect "movq weft__yield_flag@gottpoff
+// CHECK-NEXT: call i64 asm "movq weft__yield_flag@gottpoff
+// CHECK-NEXT: call i32 asm sideeffect "cmpb $$0, %fs:($1)"
 // CHECK-NOT: asm sideeffect
 // CHECK-LABEL: define {{.*}}i32 @total(
 // CHECK-NOT: asm sideeffect

@@ -46,13 +46,13 @@ void nest(int n)
 // CHECK-NOT: asm sideeffect
 // CHECK: ret void
 // CHECK-LABEL: define {{.*}}void @trip1000(
-// CHECK: call i64 asm sideeffect "movq weft__yield_flag@gottpoff
+// CHECK: call i32 asm sideeffect "cmpb $$0, %fs:($1)"
 // CHECK-NOT: asm sideeffect
 // CHECK-LABEL: define {{.*}}void @unknown(
-// CHECK: call i64 asm sideeffect "movq weft__yield_flag@gottpoff
+// CHECK: call i32 asm sideeffect "cmpb $$0, %fs:($1)"
 // CHECK-NOT: asm sideeffect
 // CHECK-LABEL: define {{.*}}void @nest(
-// CHECK: call i64 asm sideeffect "movq weft__yield_flag@gottpoff
+// CHECK: call i32 asm sideeffect "cmpb $$0, %fs:($1)"
 // CHECK-NOT: asm sideeffect
 // CHECK-LABEL: define internal void @weft.yield.ctor()
 
