@@ -95,6 +95,24 @@ OVERHEADS = [
     for opt, t in (("O2", 2), ("O2", 100), ("O0", 2))
 ]
 
+# What is known about a target that is not met, keyed by the start of its
+# text: printed under "Where weft falls short" when such a target is short.
+SHORT_WHY = [
+    ("ring N=", "Ring at 1 vcore against C++20 coroutines: the coroutine peer hands over by "
+     "a tail call in one thread and touches no atomics (~3.6 ns a message with 16 threads "
+     "in cache, ~10 ns at 10 000); a weft wake-up must be safe against other vcores and "
+     "outside threads, so park and unpark each take a locked RMW on the park word (~5-6 ns "
+     "each on this CPU) and the switch goes through vcore context and the scheduler's ops "
+     "(~43 ns a message at 16 threads). docs/ARCHITECTURE.md, \"What a wake-up costs\"."),
+    ("fairness: weft, 1 ms", "Fairness at 1 ms: on this VM a timer interrupt and its signal "
+     "cost the interrupted CPU ~10-20 µs, so 1000 ticks a second cost 1-2 % before any "
+     "switching; kernel threads pay only the kernel's own tick. The other variants are "
+     "within the runs' spread of pthreads."),
+    ("yield pass, flag mode, 100 µs quantum: longest", "Longest interval in flag mode: the "
+     "ticker's own sleep on a free CPU wakes milliseconds late at times on this VM (the "
+     "timer lateness measured in the same run is beside the intervals table)."),
+]
+
 # The fairness plot's weft variants, in row order.
 VARIANT_COLOURS = ["#d62728", "#ff7f0e", "#9467bd", "#1f77b4", "#e377c2", "#2ca02c", "#bcbd22"]
 
@@ -827,6 +845,10 @@ def render_markdown(data: dict, json_path: Path, images: dict[str, str], lines: 
         md += ["", "Where weft falls short: " + "; ".join(
             f"{t['target']} ({fmt_value(t['weft_median'])} {t['unit']})" if "limit" in t
             else f"{t['target']} ({t['ratio']:.3g}×)" for t in short) + "."]
+        whys = [why for prefix, why in SHORT_WHY
+                if any(t["target"].startswith(prefix) for t in short)]
+        if whys:
+            md += ["", "Why, as far as it is understood:"] + [f"- {w}" for w in whys]
 
     # Sections
     for name in order:
