@@ -274,7 +274,7 @@ Value *emitTLSAccess(IRBuilder<> &B, Arch A, YieldMode Mode, Value *Off) {
     // One compare of the byte at %fs:off, its result in ZF (a flag output):
     // with the branch, two instructions.
     auto *IA = InlineAsm::get(FunctionType::get(I32, {I64}, false),
-                              "cmpb $$0, %fs:($1)", "={@ccne},r",
+                              "cmpb $$0, %fs:($1)", "={@ccne},r,~{dirflag},~{fpsr},~{flags}",
                               /*hasSideEffects=*/true);
     CallInst *Call = B.CreateCall(IA, {Off}, "weft.yield.val");
     Call->addFnAttr(Attribute::NoUnwind);

@@ -33,7 +33,7 @@ void count(unsigned long n)
 // O0-SAME: #[[FN:[0-9]+]]
 // CHECK: [[OFF:%.*]] = call i64 asm "movq weft__yield_flag@gottpoff(%rip), $0", "=r"() #[[OFFA:[0-9]+]]
 // CHECK-NOT: asm sideeffect
-// CHECK: [[V:%.*]] = call i32 asm sideeffect "cmpb $$0, %fs:($1)", "={@ccne},r"(i64 [[OFF]]) #[[ASM:[0-9]+]]
+// CHECK: [[V:%.*]] = call i32 asm sideeffect "cmpb $$0, %fs:($1)", "={@ccne},r,~{dirflag},~{fpsr},~{flags}"(i64 [[OFF]]) #[[ASM:[0-9]+]]
 // CHECK-NEXT: [[C:%.*]] = icmp ne i32 [[V]], 0
 // CHECK-NEXT: br i1 [[C]], label %[[SLOW:[-a-z0-9.]+]], label %[[CONT:[-a-z0-9.]+]], !prof ![[PROF:[0-9]+]]
 // CHECK-NOT: asm sideeffect

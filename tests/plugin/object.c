@@ -18,6 +18,21 @@ void count(unsigned long n)
         counter++;
 }
 
+struct node { struct node *link[2]; };
+
+struct node *walk(struct node *p, unsigned long n)
+{
+    unsigned k = 0, d = 0;
+    for (unsigned long i = 0; i < n; i++) {
+        p = p->link[d];
+        if (++k == 4096) {
+            k = 0;
+            d ^= 1;
+        }
+    }
+    return p;
+}
+
 // x86_64 flag mode: the offset is loaded once, out of the loop; the check in
 // the loop is two instructions.
 // X86-LABEL: <count>:
@@ -29,6 +44,12 @@ void count(unsigned long n)
 // X86: jmp
 // X86: callq
 // X86-NEXT: R_X86_64_PLT32 weft__yield_slow-0x4
+// A loop with compares of its own at the latch (pointer chasing with a lap
+// counter): the check's jne must test the check's own flags. Without the
+// asm's flags clobber the scheduler put the loop's cmp between the two.
+// X86-LABEL: <walk>:
+// X86: cmpb $0x0, %fs:
+// X86-NEXT: jne
 // X86-LABEL: <weft.yield.ctor>:
 // X86: R_X86_64_{{PLT32|PC32}} weft__yield_register
 
