@@ -671,6 +671,15 @@ def yieldpass_md(data: dict, rows: list[dict], images: str) -> list[str]:
                        "CPU): its excess over 2 Q is the ticker woken late, as this machine's "
                        "timer wakes a sleeper late, not weft. The target stays 2 Q, as the "
                        "issue states it."]
+            spin = detail_median(timer, "spin_max")
+            if spin is not None:
+                md += ["", f"Meanwhile the spinner, which never sleeps and reads the clock in "
+                           f"a loop, saw its clock jump by up to **{yp_us(spin)} µs** between "
+                           f"two reads ({fmt_detail(timer, 'spin_over200')} jumps over 200 µs "
+                           f"in {detail_median(timer, 'total_s') or 0:.1f} s): this VM's CPUs themselves "
+                           "stop for that long now and then, unseen by the guest's CPU-time "
+                           "clocks, so no mechanism in the guest, a spinning dispatcher "
+                           "included, can hold every interval under 2 Q of 100 µs here."]
         elif any(r["impl"] == YP_TIMER for r in rows):
             t = next(r for r in rows if r["impl"] == YP_TIMER)
             why = t["missing"] or (t["problems"][0] if t["problems"] else "no result")

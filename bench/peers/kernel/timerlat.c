@@ -14,16 +14,21 @@
  * a wake-up is the clock read after the call returned minus the deadline (a
  * return before the deadline waits again for the same deadline). Meanwhile a
  * spinner thread pinned to the first CPU of the mask spins on a stop flag,
- * as weft's one busy vcore does beside the ticker.
+ * as weft's one busy vcore does beside the ticker, reading the clock each
+ * time round: the longest gap between two of its reads is the longest time
+ * its CPU stopped running it (the guest kernel or the hypervisor took the
+ * CPU; a thread that never sleeps cannot be late any other way).
  *
  * The run stops after N sleeps or TL_MAX_NS, whichever comes first, and
  * prints
  *
  *   RESULT bench=yieldpass impl=kernel-timer param=timer,sleep=<P>us
  *          value=<max us> unit=us p50=<us> p99=<us> p999=<us> sleeps=<n>
- *          total_s=<s> cpu=<sleeper's CPU>
+ *          total_s=<s> cpu=<sleeper's CPU> spin_max=<us> spin_over200=<k>
  *
- * (exact nearest-rank percentiles of the n wake-ups' lateness).
+ * (exact nearest-rank percentiles of the n wake-ups' lateness; spin_max is
+ * the spinner's longest gap between clock reads, spin_over200 how many of
+ * its gaps exceeded 200 us).
  *
  * Exit: 0 measured, 1 FAIL (a failed call), 2 bad command line, 77 fewer
  * than two CPUs in the affinity mask.
@@ -41,13 +46,20 @@
 
 static _Atomic int spinning;        /* the spinner: 1 running, 0 told to stop */
 static uint32_t word;               /* the futex word; stays 0 */
+static uint64_t spin_max_ns, spin_over200; /* the spinner's gaps; read after the join */
 
 static void *spinner(void *arg)
 {
     bench_pin_self((int)(intptr_t)arg);
     atomic_store(&spinning, 1);
-    while (atomic_load_explicit(&spinning, memory_order_relaxed))
-        ;
+    uint64_t last = bench_now_ns();
+    while (atomic_load_explicit(&spinning, memory_order_relaxed)) {
+        uint64_t now = bench_now_ns(), gap = now - last;
+        if (gap > spin_max_ns)
+            spin_max_ns = gap;
+        spin_over200 += gap > 200000u;
+        last = now;
+    }
     return NULL;
 }
 
@@ -126,10 +138,12 @@ int main(int argc, char **argv)
                (unsigned long long)n, (unsigned long long)sleeps, (unsigned long long)sleep_us,
                (double)(now - t0) / 1e9);
     printf("RESULT bench=yieldpass impl=kernel-timer param=timer,sleep=%lluus value=%.3f unit=us "
-           "p50=%.3f p99=%.3f p999=%.3f sleeps=%llu total_s=%.3f cpu=%d\n",
+           "p50=%.3f p99=%.3f p999=%.3f sleeps=%llu total_s=%.3f cpu=%d spin_max=%.3f "
+           "spin_over200=%llu\n",
            (unsigned long long)sleep_us, (double)late[n - 1] / 1e3, rank(late, n, 0.50),
            rank(late, n, 0.99), rank(late, n, 0.999), (unsigned long long)n,
-           (double)(now - t0) / 1e9, cpu[1]);
+           (double)(now - t0) / 1e9, cpu[1], (double)spin_max_ns / 1e3,
+           (unsigned long long)spin_over200);
     fflush(stdout);
     free(late);
     return 0;
