@@ -357,8 +357,49 @@ def fairness_curve(r: dict) -> tuple[list[float], list[int]] | None:
 Saver = Callable[[Any, str, str, str], None]     # plots()'s save(fig, name, alt, section)
 
 
+FAIR_TICK = "kernel-tick"     # the machine's price of a timer signal (not a variant)
+
+
+def fair_tick(rows: list[dict]) -> dict | None:
+    """The kernel_tickcost row of the fairness section (any outcome), if it ran."""
+    return next((r for r in rows if r["section"] == "fairness" and r["impl"] == FAIR_TICK), None)
+
+
+def fair_tick_md(rows: list[dict], tick: dict | None) -> list[str]:
+    """What a 1 ms timer signal costs here, beside weft's 1 ms preemption."""
+    if tick is None:
+        return []
+    if tick["median"] is None:
+        why = tick["missing"] or (tick["problems"][0] if tick["problems"] else "no result")
+        return ["", f"This machine's price of a timer signal (kernel-tick): not measured ({why})."]
+    by = {r["impl"]: r for r in rows if r["median"]}
+    base, pre, pth = by.get("weft-nopreempt"), by.get("weft-preempt-1ms"), by.get("pthread")
+    cmp = ""
+    if base and pre:
+        cmp = (f" In the same run weft-preempt-1ms (a signal every 1 ms, plus the switch and "
+               f"the requeue it causes) took {(pre['median'] / base['median'] - 1) * 100:+.1f} % "
+               "over weft-nopreempt")
+        if pth:
+            gap = (pre["median"] / pth["median"] - 1) * 100
+            cmp += f" and {gap:+.1f} % over pthread"
+            if 0 < gap <= tick["median"]:
+                cmp += (", within the signal's own price: the pthread run's time slices "
+                        "cost it no signal, and nothing in user space interrupts a running "
+                        "thread more cheaply than a signal does")
+            elif gap > tick["median"]:
+                cmp += ", more than the signal's own price: weft's own part of it is the rest"
+        cmp += "."
+    return ["", f"This machine's price of a timer signal, measured in the same run "
+                f"(kernel-tick, peers/kernel_tickcost, last round): one kernel thread pinned per "
+                f"CPU runs fixed mixing work, in {fmt_detail(tick, 'pairs')} pairs of runs "
+                "without and with its own CLOCK_MONOTONIC timer (SIGEV_THREAD_ID) raising an "
+                "empty handler every 1 ms; the ticked runs were slower by "
+                f"**{tick['median']:.2f} %** (median of the pairs), "
+                f"{fmt_detail(tick, 'per_tick_us', ' µs')} a tick.{cmp}"]
+
+
 def fairness_plot(plt: Any, rows: list[dict], save: Saver) -> None:
-    rs = [r for r in rows if r["section"] == "fairness" and r["median"]]
+    rs = [r for r in rows if r["section"] == "fairness" and r["median"] and r["impl"] != FAIR_TICK]
     curves = [(r, fairness_curve(r)) for r in rs]
     curves = [(r, c) for r, c in curves if c]
     if not curves:
@@ -875,9 +916,13 @@ def render_markdown(data: dict, json_path: Path, images: dict[str, str], lines: 
             md += yieldpass_md(data, rows, images.get("yieldpass", ""))
             continue
         s = secs[name]
+        tick = fair_tick(rows) if name == "fairness" else None
+        rows = [r for r in rows if r["impl"] != FAIR_TICK]
         md += ["", f"## {s['title']}", "", s["how"], "", images.get(name, "")]
         md += row_table(rows, rounds, extra_columns(name, rows))
         md += ["", f"Unit: {s['unit_note']}.", "", f"Pinning: {s['pinning']}"]
+        if name == "fairness":
+            md += fair_tick_md(rows, tick)
         if s.get("floors"):
             md += ["", f"{', '.join(s['floors'])}: the floor (a bare stack switch, no scheduler), "
                        "shown but not counted as the best peer."]

@@ -217,6 +217,7 @@ FAIR_WORK = {"quick": 2_400_000, "full": 20_000_000}
 FAIR_YIELD_EVERY = 700_000      # steps between two weft_yield() calls: ~1 ms
 FAIR_PERIODS_US = (100_000, 10_000, 1_000)
 FAIR_TIMEOUT_S = 180            # a full run is ~15 s; more on a loaded machine
+FAIR_TICK_PAIRS = 9             # kernel_tickcost: pairs of ~0.3 s runs
 WAKELAT_SECONDS = {"quick": 2, "full": 5}
 WAKELAT_PERIODS_US = (0, 10_000, 1_000)
 
@@ -251,6 +252,10 @@ def preempt_sections(ncpu: int, full: bool) -> list[Section]:
             timeout_s=FAIR_TIMEOUT_S),
         Job("kernel_fairness", "peer", "kernel_fairness", [("pthread", param)], args=work,
             timeout_s=FAIR_TIMEOUT_S),
+        # Not a variant: what a 1 ms timer signal costs on this machine (the
+        # floor under weft-preempt-1ms), once, in the last round.
+        Job("kernel_tickcost", "peer", "kernel_tickcost", [("kernel-tick", "tick,period=1000us")],
+            args=["--period-us", "1000", "--pairs", str(FAIR_TICK_PAIRS)], last_round_only=True),
     ]
     spin = f"spinners={4 * ncpu}"
     seconds = WAKELAT_SECONDS[size]

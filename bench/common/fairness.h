@@ -82,7 +82,7 @@ static inline uint64_t fair_expected(uint64_t work, uint64_t *ns)
     return sink[0];
 }
 
-static int fair_cmp_u64(const void *a, const void *b)
+static inline int fair_cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return (x > y) - (x < y);
@@ -100,7 +100,7 @@ struct fair_run {
 
 /* fair_report() checks every thread's sink and finish time, then prints the
  * RESULT line (extra appended as is, "" for none) and a NOTE. Sorts finish. */
-static void fair_report(const struct fair_run *r, const char *extra)
+static inline void fair_report(const struct fair_run *r, const char *extra)
 {
     const char *impl = r->impl;
     size_t threads = r->threads;
