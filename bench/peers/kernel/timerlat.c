@@ -4,7 +4,7 @@
  * flag mode the ticker looks at the vcores twice a quantum, so how late it
  * wakes bounds how late a run is flagged). impl=kernel-timer.
  *
- *   kernel_timerlat [--sleeps N] [--sleep-us P]
+ *   kernel_timerlat [--sleeps N] [--sleep-us P] [--spin-s S]
  *
  * N = 20000 sleeps of P = 50 us (the ticker's sleep at a 100 us quantum).
  * The sleeper (main) is pinned to the second CPU of the affinity mask, sets
@@ -17,7 +17,9 @@
  * as weft's one busy vcore does beside the ticker, reading the clock each
  * time round: the longest gap between two of its reads is the longest time
  * its CPU stopped running it (the guest kernel or the hypervisor took the
- * CPU; a thread that never sleeps cannot be late any other way).
+ * CPU; a thread that never sleeps cannot be late any other way). The
+ * spinner keeps on for S = 5 s in all (main sleeps out the rest after its
+ * sleeps): such stops are rarer than a timer's lateness.
  *
  * The run stops after N sleeps or TL_MAX_NS, whichever comes first, and
  * prints
@@ -25,6 +27,7 @@
  *   RESULT bench=yieldpass impl=kernel-timer param=timer,sleep=<P>us
  *          value=<max us> unit=us p50=<us> p99=<us> p999=<us> sleeps=<n>
  *          total_s=<s> cpu=<sleeper's CPU> spin_max=<us> spin_over200=<k>
+ *          spin_s=<s>
  *
  * (exact nearest-rank percentiles of the n wake-ups' lateness; spin_max is
  * the spinner's longest gap between clock reads, spin_over200 how many of
@@ -93,12 +96,13 @@ static double rank(const uint64_t *v, uint64_t n, double q)
 
 int main(int argc, char **argv)
 {
-    uint64_t sleeps = 20000, sleep_us = 50;
+    uint64_t sleeps = 20000, sleep_us = 50, spin_s = 5;
     struct bench_opt opts[] = {
         { "--sleeps", &sleeps, 1, 1000000 },
         { "--sleep-us", &sleep_us, 1, 1000000 },
+        { "--spin-s", &spin_s, 0, 60 },
     };
-    bench_opts_parse(argc, argv, "[--sleeps N] [--sleep-us P]", opts,
+    bench_opts_parse(argc, argv, "[--sleeps N] [--sleep-us P] [--spin-s S]", opts,
                      sizeof opts / sizeof opts[0]);
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) != 0)
@@ -129,8 +133,14 @@ int main(int argc, char **argv)
         now = sleep_until(deadline);
         late[n++] = now - deadline;
     }
+    uint64_t spin_end = t0 + spin_s * 1000000000u;
+    while (bench_now_ns() < spin_end) {
+        struct timespec ts = { 0, 10000000 };
+        nanosleep(&ts, NULL);
+    }
     atomic_store(&spinning, 0);
     bench_check_rc(pthread_join(spin, NULL));
+    double spun_s = (double)(bench_now_ns() - t0) / 1e9;
 
     qsort(late, n, sizeof *late, cmp_u64);
     bench_note("kernel-timer", "sleeper pinned to CPU %d, timer slack 1 ns; a spinner on CPU %d; "
@@ -139,11 +149,11 @@ int main(int argc, char **argv)
                (double)(now - t0) / 1e9);
     printf("RESULT bench=yieldpass impl=kernel-timer param=timer,sleep=%lluus value=%.3f unit=us "
            "p50=%.3f p99=%.3f p999=%.3f sleeps=%llu total_s=%.3f cpu=%d spin_max=%.3f "
-           "spin_over200=%llu\n",
+           "spin_over200=%llu spin_s=%.3f\n",
            (unsigned long long)sleep_us, (double)late[n - 1] / 1e3, rank(late, n, 0.50),
            rank(late, n, 0.99), rank(late, n, 0.999), (unsigned long long)n,
            (double)(now - t0) / 1e9, cpu[1], (double)spin_max_ns / 1e3,
-           (unsigned long long)spin_over200);
+           (unsigned long long)spin_over200, spun_s);
     fflush(stdout);
     free(late);
     return 0;
