@@ -135,6 +135,20 @@ static inline void bench_pin_self(int cpu)
     bench_check_rc(pthread_setaffinity_np(pthread_self(), sizeof set, &set));
 }
 
+/* bench_affinity_cpus() writes the first (up to) max CPUs of the process's
+ * affinity mask to cpu[], in order, and returns how many it wrote. */
+static inline int bench_affinity_cpus(int *cpu, int max)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        bench_fail("sched_getaffinity: %s", strerror(errno));
+    int n = 0;
+    for (int c = 0; c < CPU_SETSIZE && n < max; c++)
+        if (CPU_ISSET(c, &set))
+            cpu[n++] = c;
+    return n;
+}
+
 /* bench_need_cpus() exits 77 ("skipped") unless CPUs 0..n-1 are all usable. */
 static inline void bench_need_cpus(int n)
 {

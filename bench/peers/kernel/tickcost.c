@@ -122,12 +122,7 @@ int main(int argc, char **argv)
     };
     bench_opts_parse(argc, argv, "[--period-us P] [--work N] [--pairs K]", opts,
                      sizeof opts / sizeof opts[0]);
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) != 0)
-        bench_fail("sched_getaffinity: %s", strerror(errno));
-    for (int c = 0; c < CPU_SETSIZE && g.ncpu < MAX_CPUS; c++)
-        if (CPU_ISSET(c, &set))
-            g.cpu[g.ncpu++] = c;
+    g.ncpu = bench_affinity_cpus(g.cpu, MAX_CPUS);
     uint64_t alone_ns;
     g.expect = fair_expected(g.work, &alone_ns);
 

@@ -104,13 +104,7 @@ int main(int argc, char **argv)
     };
     bench_opts_parse(argc, argv, "[--sleeps N] [--sleep-us P] [--spin-s S]", opts,
                      sizeof opts / sizeof opts[0]);
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) != 0)
-        bench_fail("sched_getaffinity: %s", strerror(errno));
-    int cpu[2], found = 0;
-    for (int c = 0; c < CPU_SETSIZE && found < 2; c++)
-        if (CPU_ISSET(c, &set))
-            cpu[found++] = c;
+    int cpu[2], found = bench_affinity_cpus(cpu, 2);
     if (found < 2) {
         fprintf(stderr, "SKIP needs two CPUs in the affinity mask (a spinner and the sleeper)\n");
         return 77;
