@@ -363,6 +363,11 @@ def fairness_curve(r: dict) -> tuple[list[float], list[int]] | None:
 Saver = Callable[[Any, str, str, str], None]     # plots()'s save(fig, name, alt, section)
 
 
+def why_no_result(r: dict) -> str:
+    """Why a row has no result: the program was missing, or its first problem."""
+    return r["missing"] or (r["problems"][0] if r["problems"] else "no result")
+
+
 FAIR_TICK = "kernel-tick"     # the machine's price of a timer signal (not a variant)
 
 
@@ -376,7 +381,7 @@ def fair_tick_md(rows: list[dict], tick: dict | None) -> list[str]:
     if tick is None:
         return []
     if tick["median"] is None:
-        why = tick["missing"] or (tick["problems"][0] if tick["problems"] else "no result")
+        why = why_no_result(tick)
         return ["", f"This machine's price of a timer signal (kernel-tick): not measured ({why})."]
     by = {r["impl"]: r for r in rows if r["median"]}
     base, pre, pth = by.get("weft-nopreempt"), by.get("weft-preempt-1ms"), by.get("pthread")
@@ -682,7 +687,7 @@ def yieldpass_md(data: dict, rows: list[dict], images: str) -> list[str]:
         for r in ivs:
             param = r["param"].rsplit(",", 1)[0]
             if r["missing"] or not r["median"]:
-                why = r["missing"] or (r["problems"][0] if r["problems"] else "no result")
+                why = why_no_result(r)
                 md.append(f"| {r['impl']} | {param} | {'missing' if r['missing'] else '**failed**'}"
                           f" | | | | | {why} |")
                 continue
@@ -733,7 +738,7 @@ def yieldpass_md(data: dict, rows: list[dict], images: str) -> list[str]:
                               "runs).")]
         elif any(r["impl"] == YP_TIMER for r in rows):
             t = next(r for r in rows if r["impl"] == YP_TIMER)
-            why = t["missing"] or (t["problems"][0] if t["problems"] else "no result")
+            why = why_no_result(t)
             md += ["", f"This machine's timer lateness (kernel-timer): not measured ({why})."]
     bad = [r for r in rows if r["problems"]]
     if bad:
