@@ -98,6 +98,18 @@ int weft_vcore_notify(int vcore, unsigned type, uintptr_t payload)
     return r;
 }
 
+void weft_vcore_poke(int id)
+{
+    struct weft__runtime *rt = &weft__rt;
+    if (atomic_load_explicit(&rt->state, memory_order_acquire) != WEFT__RUNNING_RT || id < 0 ||
+        id >= rt->nvcores || !rt->ops->poked)
+        return;
+    struct weft__vcore *vc = &rt->vcores[id];
+    weft__event_post_bits(vc, 1ull << WEFT__EV_SCHED);
+    weft_sched_note_shared(1);
+    attention(vc);
+}
+
 /* ---- handling ---------------------------------------------------------------------- */
 
 static void call(unsigned type, uintptr_t payload)
@@ -128,6 +140,10 @@ void weft__events_handle(struct weft__vcore *vc)
     if (bits & (1ull << WEFT_EV_IO)) {
         if (weft__io_stale(weft__now_ns()) && weft__io_poll(0) > 0)
             vc->preempt_now = true;
+        n++;
+    }
+    if (bits & (1ull << WEFT__EV_SCHED)) {
+        weft__rt.ops->poked();
         n++;
     }
     if (bits & WEFT__EV_QUEUED) {
@@ -224,6 +240,11 @@ int weft_stats(int vcore, struct weft_vcore_stats *out)
         .preempt_taken = atomic_load_explicit(&vc->st.taken, memory_order_relaxed),
         .preempt_deferred = atomic_load_explicit(&vc->st.deferred, memory_order_relaxed),
         .longest_stretch_ns = atomic_load_explicit(&vc->st.longest, memory_order_relaxed),
+        .handoffs = atomic_load_explicit(&vc->nrun, memory_order_relaxed) -
+                    atomic_load_explicit(&vc->st.vcruns, memory_order_relaxed),
+        .kicks = atomic_load_explicit(&vc->st.kicks, memory_order_relaxed),
+        .parks = atomic_load_explicit(&vc->st.parks, memory_order_relaxed),
+        .shared_rmw = atomic_load_explicit(&vc->st.shared_rmw, memory_order_relaxed),
     };
     return 0;
 }

@@ -55,12 +55,21 @@ enum weft__ustate {
 /* Park states of weft_park()/weft_unpark(). */
 enum { WEFT__PARK_NONE = 0, WEFT__PARK_TOKEN = 1, WEFT__PARK_PARKED = 2 };
 
-/* A uthread lives at the top of its own stack mapping (see stack.c). */
+/* A uthread lives at the top of its own stack mapping (see stack.c). The
+ * fields a switch touches come first, in one cache line: link, ctx, state,
+ * err, park, guarded. */
 struct weft_uthread {
     struct weft_sched_link link;     /* MUST be first: <weft/sched.h> */
     struct weft__ctx ctx;            /* saved context; valid unless RUNNING */
     _Atomic int state;               /* enum weft__ustate; transitions documented in uthread.c */
     int err;                         /* errno while switched out; owner only */
+    _Atomic int park;                /* WEFT__PARK_*; lock-free */
+    bool guarded;                    /* PROT_NONE page below stack_lo; else canary */
+    /* notifications (event.c): written by the uthread itself, read by the
+     * notification handler on the same kernel thread (signal fences) */
+    bool notif_pinned;               /* WEFT_PINNED was added by weft_notifs_disable() */
+    int notif_depth;                 /* weft_notifs_disable() depth */
+    int in_sched;                    /* inside a scheduler op called from this uthread */
     uint64_t id;                     /* fixed at spawn */
     void *(*fn)(void *);             /* fixed at spawn */
     void *arg;                       /* fixed at spawn */
@@ -68,20 +77,13 @@ struct weft_uthread {
     uint32_t jlock;                  /* spinlock: guards jflags, joiner, DONE transition */
     unsigned jflags;                 /* WEFT__J_*; guarded by jlock */
     struct weft__waiter *joiner;     /* guarded by jlock */
-    _Atomic int park;                /* WEFT__PARK_*; lock-free */
     uint64_t io_deadline;            /* weft_io_set_deadline(); 0 = none; owner only */
-    /* notifications (event.c): written by the uthread itself, read by the
-     * notification handler on the same kernel thread (signal fences) */
-    int notif_depth;                 /* weft_notifs_disable() depth */
-    int in_sched;                    /* inside a scheduler op called from this uthread */
-    bool notif_pinned;               /* WEFT_PINNED was added by weft_notifs_disable() */
     /* stack: fixed while the uthread exists; see stack.c */
     char *map;                       /* start of the mapping (guard page, if any) */
     size_t map_size;                 /* whole mapping */
     char *stack_lo;                  /* lowest usable stack byte */
     size_t stack_size;               /* usable stack below this struct */
     size_t asked_size;               /* the stack size the application asked for (rounded) */
-    bool guarded;                    /* PROT_NONE page below stack_lo; else canary */
     struct weft_uthread *cache_next; /* stack cache link; owned by the cache */
     struct weft__san san;            /* sanitizer state; switch paths only */
     char name[32];                   /* fixed at spawn; "" = none */
@@ -104,9 +106,16 @@ struct weft__vcore {
     int id;                          /* fixed */
     int cpu;                         /* fixed: the CPU it is pinned to */
     /* owned by this vcore only */
-    struct weft_uthread *current;    /* uthread running here, NULL in vcore context */
+    struct weft_uthread *current;    /* uthread running here, NULL in vcore context and
+                                        while a blocking callback runs */
     void (*cb)(struct weft_uthread *, void *); /* pending weft_uthread_yield callback */
     void *cb_arg;
+    struct weft_uthread *handoff_to; /* direct hand-off: the uthread whose stack the
+                                        callback runs on, resumed after it */
+    struct weft_uthread *pending;    /* a weft_yield() in vcore context: the yielder,
+                                        handed to thread_paused if another runs */
+    unsigned lone_yields;            /* yields that found nothing local, to pace steals */
+    uint64_t id_next, id_end;        /* a block of uthread ids for spawns here */
     _Atomic int idle;                /* enum weft__idle; written by this vcore only */
     int *errno_addr;                 /* this kernel thread's errno: uthreads' errno is
                                         saved from and restored to it by vcore context */
@@ -145,6 +154,8 @@ struct weft__vcore {
     struct weft__vcore_counters {    /* weft_stats(); each written by one context of
                                         this vcore only, read anywhere (relaxed) */
         _Atomic uint64_t notifs, events, taken, deferred, longest;
+        _Atomic uint64_t vcruns, kicks, parks, shared_rmw; /* vcruns: decisions
+                                        not made by a direct hand-off */
     } st;
     _Alignas(WEFT__CACHELINE) _Atomic uint64_t ev_bits; /* pending events: bit t = type t
                                         (weft's own), WEFT__EV_QUEUED = ev_q holds some */
@@ -168,6 +179,9 @@ struct weft__msg {
     uintptr_t payload;
 };
 #define WEFT__EV_QUEUED (1ull << 63)
+/* A weft-internal payload-less event type (3..7 are free for weft's own):
+ * weft_vcore_poke() asks the vcore to call ops->poked. */
+#define WEFT__EV_SCHED 3u
 
 /* ---- the runtime ------------------------------------------------------------- */
 
@@ -181,6 +195,11 @@ struct weft__runtime {
     const struct weft_sched_ops *ops;/* fixed while running */
     bool sched_foreign;              /* ops is an application's (not in weft_text);
                                         fixed while running */
+    /* The ops the switch paths call, resolved at weft_init: the built-in
+     * schedulers' own, or, for an application's scheduler, wrappers that
+     * hold notifications off around them (in_sched). Fixed while running. */
+    struct weft_uthread *(*take_local)(int);  /* NULL if the scheduler has none */
+    void (*thread_runnable)(struct weft_uthread *);
     size_t stack_size;               /* default stack size; fixed while running */
     _Alignas(WEFT__CACHELINE) _Atomic int nspinning; /* vcores spinning for work */
     _Atomic int nparked;             /* vcores on the idle list */
@@ -224,6 +243,10 @@ static inline uint64_t weft__now_ns(void)
  * Returns 0 or weft_init()'s error. */
 int weft__ensure_running(void);
 
+/* weft__sched_resolve() sets rt->take_local and rt->thread_runnable from
+ * rt->ops (uthread.c). */
+void weft__sched_resolve(struct weft__runtime *rt);
+
 /* weft__spin_ns: how long an idle vcore spins before it parks. */
 extern uint64_t weft__spin_ns;
 
@@ -245,16 +268,30 @@ static inline void weft__vcore_busy(struct weft__vcore *vc)
         weft__vcore_became_busy(vc);
 }
 
-/* weft__chores_due() counts a scheduling decision and says whether it must
- * run weft__vcore_chores() first: alarms are armed on this vcore, or it is
- * every 64th decision (the chores then look at the poller if uthreads wait
- * for I/O and nobody has looked for 200 us, so I/O is noticed even when no
- * vcore is idle). One increment and one load when nothing is due. */
+/* weft__chores_due() says whether the coming scheduling decision must run
+ * weft__vcore_chores() first: events are pending, or it is every 16th
+ * decision (the chores then run due alarms, and every 64th look at the
+ * poller if uthreads wait for I/O and nobody has looked for 200 us, so I/O
+ * is noticed even when no vcore is idle). Two loads when nothing is due;
+ * the caller counts the decision (vc->decisions++) after it. */
+#define WEFT__CHORES_EVERY 16u
+extern _Atomic int weft__io_nwaiting;
 static inline bool weft__chores_due(struct weft__vcore *vc)
 {
-    return WEFT__UNLIKELY((++vc->decisions & 63) == 0) ||
-           WEFT__UNLIKELY(atomic_load_explicit(&vc->heap.min, memory_order_relaxed) != UINT64_MAX) ||
-           WEFT__UNLIKELY(atomic_load_explicit(&vc->ev_bits, memory_order_relaxed) != 0);
+    if (WEFT__UNLIKELY(atomic_load_explicit(&vc->ev_bits, memory_order_relaxed) != 0))
+        return true;
+    uint64_t d = vc->decisions + 1;
+    if (WEFT__LIKELY((d & (WEFT__CHORES_EVERY - 1)) != 0))
+        return false;
+    return atomic_load_explicit(&vc->heap.min, memory_order_relaxed) != UINT64_MAX ||
+           ((d & 63) == 0 && atomic_load_explicit(&weft__io_nwaiting, memory_order_relaxed) > 0);
+}
+
+/* weft__stat_add() adds n to one of vc's counters (written by vc only). */
+static inline void weft__stat_add(_Atomic uint64_t *c, uint64_t n)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                          memory_order_relaxed);
 }
 
 /* weft__vcore_chores() handles this vcore's events, runs its due alarms and

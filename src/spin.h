@@ -26,24 +26,47 @@ static inline void weft__cpu_relax(void)
 
 void weft__spin_lock_slow(uint32_t *l);
 
+#if defined(__SANITIZE_THREAD__)
+#define WEFT__SPIN_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WEFT__SPIN_TSAN 1
+#endif
+#endif
+#ifdef WEFT__SPIN_TSAN
+/* TSan is also told of the lock as a plain acquire/release pair (see
+ * weft_spin_lock in <weft/sched.h>). */
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define WEFT__SPIN_ACQUIRED(l) __tsan_acquire(l)
+#define WEFT__SPIN_RELEASING(l) __tsan_release(l)
+#else
+#define WEFT__SPIN_ACQUIRED(l) ((void)(l))
+#define WEFT__SPIN_RELEASING(l) ((void)(l))
+#endif
+
 /* weft__spin_lock() takes *l (0 free, 1 held). */
 static inline void weft__spin_lock(uint32_t *l)
 {
-    if (__builtin_expect(!atomic_exchange_explicit(WEFT__AT(l), 1, memory_order_acquire), 1))
-        return;
-    weft__spin_lock_slow(l);
+    if (__builtin_expect(atomic_exchange_explicit(WEFT__AT(l), 1, memory_order_acquire), 0))
+        weft__spin_lock_slow(l);
+    WEFT__SPIN_ACQUIRED(l);
 }
 
 /* weft__spin_trylock() takes *l if it is free; true if it did. */
 static inline bool weft__spin_trylock(uint32_t *l)
 {
-    return atomic_load_explicit(WEFT__AT(l), memory_order_relaxed) == 0 &&
-           !atomic_exchange_explicit(WEFT__AT(l), 1, memory_order_acquire);
+    bool took = atomic_load_explicit(WEFT__AT(l), memory_order_relaxed) == 0 &&
+                !atomic_exchange_explicit(WEFT__AT(l), 1, memory_order_acquire);
+    if (took)
+        WEFT__SPIN_ACQUIRED(l);
+    return took;
 }
 
 /* weft__spin_unlock() releases *l. */
 static inline void weft__spin_unlock(uint32_t *l)
 {
+    WEFT__SPIN_RELEASING(l);
     atomic_store_explicit(WEFT__AT(l), 0, memory_order_release);
 }
 

@@ -111,6 +111,8 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
     char *addr = si->si_addr;
     if (vc) {
         struct weft_uthread *t = vc->current;
+        if (!t)
+            t = vc->handoff_to; /* a blocking callback on the next one's stack */
         if (t && t->guarded && addr >= t->map && addr < t->stack_lo)
             overflow_report(t, "");
         if (!t && addr >= vc->stack_lo - weft__page_size && addr < vc->stack_lo) {

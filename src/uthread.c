@@ -1,12 +1,14 @@
 /*
- * uthread.c — uthreads: spawn, join, detach, exit, yield, park, and
- * the two switch paths between a uthread and vcore context.
+ * uthread.c — uthreads: spawn, join, detach, exit, yield, park, and the
+ * switch paths: through vcore context, and the direct hand-off from one
+ * uthread to the next.
  *
  * State machine (struct weft_uthread.state):
  *   spawn:            BLOCKED  (a fresh thread is "blocked" until made runnable)
- *   runnable():       BLOCKED  -> RUNNABLE   (CAS; anything else aborts)
- *   run_uthread():    RUNNABLE -> RUNNING    (CAS; anything else aborts)
- *   yield to vcore:   RUNNING  -> BLOCKED    (in vcore_entry, before the callback)
+ *   runnable():       BLOCKED  -> RUNNABLE   (check; anything else aborts)
+ *   start_on():       RUNNABLE -> RUNNING    (check; anything else aborts)
+ *   switch out:       RUNNING  -> BLOCKED    (after the save, before the callback:
+ *                                             weft__vcore_entry or handoff_entry)
  *   weft_yield():     BLOCKED  -> RUNNABLE   (its callback, then thread_paused)
  *   exit:             RUNNING  -> DONE       (under jlock, in vcore context)
  *   join / detach:    DONE     -> FREE       (memory back to a stack cache)
@@ -48,9 +50,10 @@ void *weft__self_token(void)
 /* switch_out() saves ut and enters vcore context at entry(vc); returns
  * when ut runs again (maybe on another vcore: vc is stale afterwards).
  * errno is per kernel thread: it is saved in ut->err here, through the
- * vcore's cached errno address, and run_on() writes it to the errno of
- * whichever vcore resumes ut, so no code touches errno across the switch (glibc's __errno_location is
- * "const": a compiler may reuse an address computed before it). */
+ * vcore's cached errno address, and start_on() writes it to the errno of
+ * whichever vcore resumes ut, so no code touches errno across the switch
+ * (glibc's __errno_location is "const": a compiler may reuse an address
+ * computed before it). */
 static void switch_out(struct weft__vcore *vc, struct weft_uthread *ut, void (*entry)(void *))
 {
     ut->err = *vc->errno_addr;
@@ -59,29 +62,18 @@ static void switch_out(struct weft__vcore *vc, struct weft_uthread *ut, void (*e
     weft__san_arrive(&ut->san, NULL, NULL);
 }
 
-void weft_uthread_yield(void (*cb)(struct weft_uthread *, void *), void *arg)
+/* start_on() makes t, dequeued by this vcore, the running uthread of vc:
+ * everything of a switch into t but the restore itself. */
+static inline void start_on(struct weft__vcore *vc, struct weft_uthread *t)
 {
-    struct weft__vcore *vc = weft__vc();
-    struct weft_uthread *ut = vc ? vc->current : NULL;
-    if (!ut)
-        weft__panic("weft_uthread_yield() called outside a uthread");
-    vc->cb = cb;
-    vc->cb_arg = arg;
-    switch_out(vc, ut, weft__vcore_entry);
-}
-
-/* run_on() is weft_run_uthread() for a caller that knows its vcore. */
-static _Noreturn void run_on(struct weft__vcore *vc, struct weft_uthread *t)
-{
-    weft__vcore_busy(vc);
     /* Only the vcore that dequeued t may run it: a check, not a CAS. The
-     * scheduler's queue lock ordered us after whoever made it runnable. */
+     * scheduler's queue ordered us after whoever made it runnable. */
     int st = atomic_load_explicit(&t->state, memory_order_acquire);
     if (WEFT__UNLIKELY(st != WEFT__RUNNABLE))
         weft__panic("uthread %llu run while in state %d (invariant 1: only a dequeued "
                     "runnable uthread may run)", (unsigned long long)t->id, st);
     atomic_store_explicit(&t->state, WEFT__RUNNING, memory_order_relaxed);
-    if ((t->link.flags & WEFT_PINNED) && t->link.vcore != vc->id)
+    if (WEFT__UNLIKELY(t->link.flags & WEFT_PINNED) && t->link.vcore != vc->id)
         weft__panic("uthread %llu pinned to vcore %d run on vcore %d",
                     (unsigned long long)t->id, t->link.vcore, vc->id);
     t->link.vcore = vc->id;
@@ -89,6 +81,21 @@ static _Noreturn void run_on(struct weft__vcore *vc, struct weft_uthread *t)
                           memory_order_relaxed);
     vc->current = t;
     *vc->errno_addr = t->err;
+}
+
+/* run_on() is weft_run_uthread() for a caller that knows its vcore. A
+ * uthread of an unfinished weft_yield() (vc->pending) goes to the
+ * scheduler first. */
+static _Noreturn void run_on(struct weft__vcore *vc, struct weft_uthread *t)
+{
+    weft__vcore_busy(vc);
+    if (WEFT__UNLIKELY(vc->pending != NULL)) {
+        struct weft_uthread *p = vc->pending;
+        vc->pending = NULL;
+        weft__rt.ops->thread_paused(p);
+    }
+    start_on(vc, t);
+    weft__stat_add(&vc->st.vcruns, 1);
     weft__san_switch(NULL, &t->san, t->stack_lo, t->stack_size);
     weft__san_vcore_left(&vc->san);
     weft__ctx_restore(&t->ctx);
@@ -102,40 +109,157 @@ _Noreturn void weft_run_uthread(struct weft_uthread *t)
     run_on(vc, t);
 }
 
-void weft_uthread_runnable(struct weft_uthread *t)
+/* ---- the direct hand-off --------------------------------------------------------
+ *
+ * When the scheduler names a local successor (ops->take_local), a uthread
+ * that blocks, yields or exits switches straight to it: weft__ctx_switch()
+ * saves the uthread, moves to the successor's stack and runs handoff_entry()
+ * there, which completes the save (from here others may touch the uthread),
+ * runs the blocking callback and makes the successor current; then the
+ * successor resumes. The callback runs under vcore-context rules: current
+ * is NULL meanwhile, so a notification defers and weft_self() is NULL. Due
+ * chores (events, timers, the paced poll) take the path through vcore
+ * context instead, where they run. */
+
+/* An application's scheduler (not weft's code, so preemptible) is called
+ * from a uthread with notifications held off (in_sched): it may hold its
+ * queue lock. (The built-in ones are weft's code, never preempted.) */
+static struct weft_uthread *take_local_foreign(int vcore)
 {
-    /* A kernel thread that is not a vcore (an offload helper, a pthread
-     * posting a semaphore) is counted while it is inside the scheduler:
-     * the uthread it wakes may finish and weft_shutdown() free the vcores
-     * before the kick returns. */
+    struct weft_uthread *me = weft__vc_at_entry()->current;
+    me->in_sched++;
+    atomic_signal_fence(memory_order_seq_cst);
+    struct weft_uthread *t = weft__rt.ops->take_local(vcore);
+    atomic_signal_fence(memory_order_seq_cst);
+    me->in_sched--;
+    return t;
+}
+
+static void thread_runnable_foreign(struct weft_uthread *t)
+{
     struct weft__vcore *vc = weft__vc_at_entry();
-    bool outside = WEFT__UNLIKELY(vc == NULL);
-    if (outside)
-        atomic_fetch_add_explicit(&weft__rt.outside_wakers, 1, memory_order_acq_rel);
-    /* A check, not a CAS (an RMW costs more than the rest of a wake-up):
-     * only the one party that won the wait's own protocol (the park word,
-     * the waiter's lock) gets here, and it publishes t through the
-     * scheduler's queue; run_on() checks the state again. */
+    struct weft_uthread *me = vc ? vc->current : NULL;
+    if (!me) {
+        weft__rt.ops->thread_runnable(t);
+        return;
+    }
+    me->in_sched++;
+    atomic_signal_fence(memory_order_seq_cst);
+    weft__rt.ops->thread_runnable(t);
+    atomic_signal_fence(memory_order_seq_cst);
+    me->in_sched--;
+}
+
+void weft__sched_resolve(struct weft__runtime *rt)
+{
+    const struct weft_sched_ops *ops = rt->ops;
+    if (rt->sched_foreign) {
+        rt->take_local = ops->take_local ? take_local_foreign : NULL;
+        rt->thread_runnable = thread_runnable_foreign;
+    } else {
+        rt->take_local = ops->take_local;
+        rt->thread_runnable = ops->thread_runnable;
+    }
+}
+
+/* local_next() asks the scheduler for ut's local successor on vc, counting
+ * the decision; NULL when there is none, or when chores are due. */
+static inline struct weft_uthread *local_next(struct weft__vcore *vc)
+{
+    struct weft_uthread *(*take_local)(int) = weft__rt.take_local;
+    if (!take_local || weft__chores_due(vc))
+        return NULL;
+    struct weft_uthread *t = take_local(vc->id);
+    if (t)
+        vc->decisions++;
+    return t;
+}
+
+/* handoff_entry() runs on the successor's stack: see above. */
+static void handoff_entry(void *arg)
+{
+    struct weft__vcore *vc = arg;
+    struct weft_uthread *ut = vc->current;
+    vc->current = NULL;
+    if (WEFT__UNLIKELY(!ut->guarded))
+        weft__stack_check(ut);
+    atomic_store_explicit(&ut->state, WEFT__BLOCKED, memory_order_relaxed);
+    vc->cb(ut, vc->cb_arg);
+    start_on(vc, vc->handoff_to);
+    vc->handoff_to = NULL;
+}
+
+/* handoff() stops ut (running on vc) and resumes next (dequeued by
+ * local_next) through entry, which runs on next's stack and ends with
+ * start_on(vc, next); returns when ut runs again. */
+static inline void handoff(struct weft__vcore *vc, struct weft_uthread *ut,
+                           struct weft_uthread *next, void (*entry)(void *))
+{
+    ut->err = *vc->errno_addr;
+    vc->handoff_to = next;
+    weft__san_switch(&ut->san, &next->san, next->stack_lo, next->stack_size);
+    weft__ctx_switch(&ut->ctx, next->ctx.sp, entry, vc);
+    weft__san_arrive(&ut->san, NULL, NULL);
+}
+
+void weft_uthread_yield(void (*cb)(struct weft_uthread *, void *), void *arg)
+{
+    struct weft__vcore *vc = weft__vc();
+    struct weft_uthread *ut = vc ? vc->current : NULL;
+    if (!ut)
+        weft__panic("weft_uthread_yield() called outside a uthread");
+    struct weft_uthread *next = local_next(vc);
+    vc->cb = cb;
+    vc->cb_arg = arg;
+    if (next)
+        handoff(vc, ut, next, handoff_entry);
+    else
+        switch_out(vc, ut, weft__vcore_entry);
+}
+
+/* runnable_outside() is runnable() on a kernel thread that is not a
+ * vcore (an offload helper, a pthread posting a semaphore): it is counted
+ * while it is inside the scheduler, since the uthread it wakes may finish
+ * and weft_shutdown() free the vcores before the kick returns. */
+static WEFT__NOINLINE void runnable_outside(struct weft_uthread *t)
+{
+    atomic_fetch_add_explicit(&weft__rt.outside_wakers, 1, memory_order_acq_rel);
     int st = atomic_load_explicit(&t->state, memory_order_relaxed);
     if (WEFT__UNLIKELY(st != WEFT__BLOCKED))
         weft__panic("uthread %llu made runnable while in state %d (invariant 1: a uthread "
                     "is on at most one run queue)", (unsigned long long)t->id, st);
     atomic_store_explicit(&t->state, WEFT__RUNNABLE, memory_order_relaxed);
-    /* From a uthread, an application's scheduler (holding its queue lock)
-     * must not be preempted: in_sched defers notifications. (The built-in
-     * ones are weft's code, which is never preempted anyway.) */
-    struct weft_uthread *me = WEFT__UNLIKELY(weft__rt.sched_foreign) && vc ? vc->current : NULL;
-    if (me) {
-        me->in_sched++;
-        atomic_signal_fence(memory_order_seq_cst);
+    t->link.waker = -1;
+    t->link.by_uthread = 0;
+    weft__rt.thread_runnable(t);
+    atomic_fetch_sub_explicit(&weft__rt.outside_wakers, 1, memory_order_release);
+}
+
+/* runnable() is weft_uthread_runnable() for a caller that read its vcore
+ * (NULL: a kernel thread that is not a vcore) at its entry. */
+static inline void runnable(struct weft__vcore *vc, struct weft_uthread *t)
+{
+    if (WEFT__UNLIKELY(vc == NULL)) {
+        runnable_outside(t);
+        return;
     }
-    weft__rt.ops->thread_runnable(t);
-    if (me) {
-        atomic_signal_fence(memory_order_seq_cst);
-        me->in_sched--;
-    }
-    if (outside)
-        atomic_fetch_sub_explicit(&weft__rt.outside_wakers, 1, memory_order_release);
+    /* A check, not a CAS (an RMW costs more than the rest of a wake-up):
+     * only the one party that won the wait's own protocol (the park word,
+     * the waiter's lock) gets here, and it publishes t through the
+     * scheduler's queue; start_on() checks the state again. */
+    int st = atomic_load_explicit(&t->state, memory_order_relaxed);
+    if (WEFT__UNLIKELY(st != WEFT__BLOCKED))
+        weft__panic("uthread %llu made runnable while in state %d (invariant 1: a uthread "
+                    "is on at most one run queue)", (unsigned long long)t->id, st);
+    atomic_store_explicit(&t->state, WEFT__RUNNABLE, memory_order_relaxed);
+    t->link.waker = vc->id;
+    t->link.by_uthread = vc->current != NULL;
+    weft__rt.thread_runnable(t);
+}
+
+void weft_uthread_runnable(struct weft_uthread *t)
+{
+    runnable(weft__vc_at_entry(), t);
 }
 
 void weft_uthread_blocked(struct weft_uthread *t, int why)
@@ -181,11 +305,21 @@ static _Noreturn void uthread_finish(struct weft_uthread *ut, void *result)
 {
     ut->result = result;
     struct weft__vcore *vc = weft__vc();
+    struct weft_uthread *next = local_next(vc);
     vc->cb = exit_cb;
     vc->cb_arg = NULL;
-    /* No local may be used from here: ASan frees this stack's fake frames. */
-    weft__san_switch(NULL, &vc->san, vc->stack_lo, vc->stack_size);
-    weft__ctx_save_and_call(&ut->ctx, vc->stack_top, weft__vcore_entry, vc);
+    /* No local may be used after the sanitizer switch: ASan frees this
+     * stack's fake frames. The stack itself is freed by exit_cb, which runs
+     * on the next one (or on the vcore stack). */
+    if (next) {
+        void *sp = next->ctx.sp;
+        vc->handoff_to = next;
+        weft__san_switch(NULL, &next->san, next->stack_lo, next->stack_size);
+        weft__ctx_switch(&ut->ctx, sp, handoff_entry, vc); /* runs exit_cb */
+    } else {
+        weft__san_switch(NULL, &vc->san, vc->stack_lo, vc->stack_size);
+        weft__ctx_save_and_call(&ut->ctx, vc->stack_top, weft__vcore_entry, vc);
+    }
     __builtin_unreachable();
 }
 
@@ -225,7 +359,17 @@ int weft_spawn(weft_t *out, const weft_attr_t *attr, void *(*fn)(void *), void *
     t->link.vcore = placed ? a.vcore : -1;
     t->link.flags = a.flags;
     t->link.sched_flags = 0;
-    t->id = atomic_fetch_add_explicit(&weft__rt.next_id, 1, memory_order_relaxed) + 1;
+    struct weft__vcore *vc = weft__vc_at_entry(); /* nothing here switches */
+    if (vc) { /* ids in blocks, so spawns on different vcores share no counter */
+        if (vc->id_next == vc->id_end) {
+            vc->id_next = atomic_fetch_add_explicit(&weft__rt.next_id, 256, memory_order_relaxed) + 1;
+            vc->id_end = vc->id_next + 256;
+            weft__stat_add(&vc->st.shared_rmw, 1);
+        }
+        t->id = vc->id_next++;
+    } else {
+        t->id = atomic_fetch_add_explicit(&weft__rt.next_id, 1, memory_order_relaxed) + 1;
+    }
     t->fn = fn;
     t->arg = arg;
     t->result = NULL;
@@ -325,25 +469,42 @@ int weft_setprio(weft_t t, int prio)
 
 /* ---- yield, park -------------------------------------------------------- */
 
-/* yield_entry() is vcore context after weft_yield(): run the chores if due,
- * then requeue the uthread and, with the scheduler's thread_yield op, pick
- * and run the next one directly. */
+/* A yield that finds nothing local takes the path through vcore context
+ * (chores, then sched_entry, which steals) every LONE_YIELD_STEAL-th time,
+ * and otherwise returns at once: a uthread that spins on weft_yield() on an
+ * otherwise idle vcore still lets that vcore steal the work queued
+ * elsewhere, at a bounded cost per yield. */
+#define LONE_YIELD_STEAL 8
+
+/* yield_cb(): the yielder, saved, goes to the back of its vcore's queue. */
+static void yield_cb(struct weft_uthread *ut, void *arg)
+{
+    (void)arg;
+    atomic_store_explicit(&ut->state, WEFT__RUNNABLE, memory_order_relaxed);
+    weft__rt.ops->thread_paused(ut);
+}
+
+/* yield_entry() is vcore context after weft_yield() found nothing local:
+ * run the chores, then let the scheduler pick (it may steal); the yielder
+ * is pending meanwhile, queued only if something else runs. (With a
+ * scheduler that has no take_local, every yield comes here: the yielder
+ * goes to the back of its queue and the vcore picks.) */
 static void yield_entry(void *arg)
 {
     struct weft__vcore *vc = arg;
     struct weft_uthread *ut = weft__vcore_arrive(vc);
-    const struct weft_sched_ops *ops = weft__rt.ops;
     atomic_store_explicit(&ut->state, WEFT__RUNNABLE, memory_order_relaxed);
+    if (!weft__rt.take_local) { /* a scheduler without it: to the back, pick again */
+        weft__rt.ops->thread_paused(ut);
+        weft__vcore_loop(vc);
+    }
     if (weft__chores_due(vc))
         weft__vcore_chores(vc); /* before picking: a due alarm may wake someone */
-    if (ops->thread_yield) {
-        struct weft_uthread *next = ops->thread_yield(ut);
-        if (next)
-            run_on(vc, next);
-    } else {
-        ops->thread_paused(ut);
-    }
-    weft__vcore_loop(vc);
+    vc->decisions++;
+    vc->pending = ut;
+    weft__rt.ops->sched_entry(); /* returns only if nothing else may run */
+    vc->pending = NULL;
+    run_on(vc, ut);
 }
 
 void weft_yield(void)
@@ -352,6 +513,20 @@ void weft_yield(void)
     struct weft_uthread *ut = vc ? vc->current : NULL;
     if (!ut) {
         sched_yield();
+        return;
+    }
+    struct weft_uthread *next = local_next(vc);
+    if (next) {
+        vc->cb = yield_cb;
+        handoff(vc, ut, next, handoff_entry);
+        return;
+    }
+    if (weft__rt.ops->take_local && !weft__chores_due(vc) &&
+        (++vc->lone_yields % LONE_YIELD_STEAL) != 0) {
+        /* Nothing else here: a decision that keeps ut running. */
+        vc->decisions++;
+        weft__stat_add(&vc->nrun, 1);
+        weft__stat_add(&vc->st.vcruns, 1);
         return;
     }
     switch_out(vc, ut, yield_entry);
@@ -381,12 +556,34 @@ void weft__notif_deliver(struct weft__vcore *vc, struct weft_uthread *ut)
     switch_out(vc, ut, notify_entry);
 }
 
-/* park_entry() is vcore context after weft_park(): publish PARKED, after
- * which weft_unpark() makes the uthread runnable; or, when a token arrived
- * while it was switching out, consume it and run the uthread again at once
- * (the park returns, as it would have with the token there before the
- * switch). A scheduler that follows blocks hears of this one before it is
- * published, and of the token as a wake-up. */
+/* park_handoff_entry() is handoff_entry for weft_park(): publish PARKED,
+ * after which weft_unpark() makes the uthread runnable; or, when a token
+ * arrived while it was switching out, consume it and make the uthread
+ * runnable again (the park returns, as it would have with the token there
+ * before the switch). A scheduler that follows blocks hears of this one
+ * before it is published, and of the token as a wake-up. */
+static void park_handoff_entry(void *arg)
+{
+    struct weft__vcore *vc = arg;
+    struct weft_uthread *ut = vc->current;
+    vc->current = NULL;
+    if (WEFT__UNLIKELY(!ut->guarded))
+        weft__stack_check(ut);
+    atomic_store_explicit(&ut->state, WEFT__BLOCKED, memory_order_relaxed);
+    if (WEFT__UNLIKELY(weft__rt.ops->thread_has_blocked != NULL))
+        weft_uthread_blocked(ut, WEFT_BLOCK_PARK);
+    int exp = WEFT__PARK_NONE;
+    if (WEFT__UNLIKELY(!atomic_compare_exchange_strong(&ut->park, &exp, WEFT__PARK_PARKED))) {
+        atomic_store(&ut->park, WEFT__PARK_NONE); /* seq_cst: see weft_park() */
+        runnable(vc, ut);
+    }
+    start_on(vc, vc->handoff_to);
+    vc->handoff_to = NULL;
+}
+
+/* park_entry() is park_cb in vcore context, where a token found on the way
+ * out (and no scheduler that follows blocks) lets the uthread run again at
+ * once. */
 static void park_entry(void *arg)
 {
     struct weft__vcore *vc = arg;
@@ -417,12 +614,16 @@ int weft_park(void)
     /* A token is consumed with a full-barrier RMW, never a plain store: the
      * caller's next look at its wake-up condition must not be ordered before
      * the consumption, or an unpark that found the token still there (and
-     * so did nothing) would be lost. Without a token, park_entry's CAS is
+     * so did nothing) would be lost. Without a token, park_cb's CAS is
      * that barrier. */
     if (atomic_load_explicit(&ut->park, memory_order_relaxed) == WEFT__PARK_TOKEN &&
         atomic_exchange(&ut->park, WEFT__PARK_NONE) == WEFT__PARK_TOKEN)
         return 0;
-    switch_out(vc, ut, park_entry);
+    struct weft_uthread *next = local_next(vc);
+    if (next)
+        handoff(vc, ut, next, park_handoff_entry);
+    else
+        switch_out(vc, ut, park_entry);
     return 0;
 }
 
@@ -441,7 +642,7 @@ int weft_unpark(weft_t t)
             break;
     }
     if (s == WEFT__PARK_PARKED)
-        weft_uthread_runnable(t);
+        runnable(weft__vc_at_entry(), t);
     return 0;
 }
 

@@ -481,8 +481,10 @@ static void vcore_sleep(struct weft__vcore *vc, bool duty, uint64_t deadline)
 static WEFT__NOINLINE void kick_slow(int hint)
 {
     int zero = 0;
+    weft_sched_note_shared(1);
     if (!atomic_compare_exchange_strong(&weft__rt.nspinning, &zero, 1))
         return; /* someone else just started spinning */
+    weft_sched_note_shared(3); /* the idle lock, its release, nparked */
     weft__spin_lock(&weft__rt.idle_lock);
     struct weft__vcore *vc = NULL;
     if (hint >= 0 && hint < weft__rt.nvcores &&
@@ -496,8 +498,29 @@ static WEFT__NOINLINE void kick_slow(int hint)
           * a kicker could mistake our count for a spinner while it parks */
         atomic_fetch_sub(&weft__rt.nspinning, 1);
     weft__spin_unlock(&weft__rt.idle_lock);
-    if (vc)
+    if (vc) {
+        struct weft__vcore *me = weft__vc_at_entry();
+        if (me)
+            weft__stat_add(&me->st.kicks, 1);
         vcore_signal(vc); /* it wakes as the spinner we counted */
+    }
+}
+
+/* kick_needed(): a parked vcore could take work nobody spins for. */
+static inline bool kick_needed(void)
+{
+    return atomic_load_explicit(&weft__rt.nparked, memory_order_relaxed) != 0 &&
+           atomic_load_explicit(&weft__rt.nspinning, memory_order_relaxed) == 0;
+}
+
+void weft_vcore_kick_local(void)
+{
+    /* No fence: the work is on the caller's own queues, which it looks at
+     * before it can park, so a kick lost to a vcore parking this instant
+     * only leaves the work to its busy owner (step 1 of the protocol needs
+     * the fence for work that only a parked vcore would find). */
+    if (weft__rt.nvcores > 1 && WEFT__UNLIKELY(kick_needed()))
+        kick_slow(-1);
 }
 
 void weft_vcore_kick(int hint)
@@ -511,10 +534,22 @@ void weft_vcore_kick(int hint)
             return;
     }
     atomic_thread_fence(memory_order_seq_cst); /* partner: the fetch_sub in vcore_park */
-    if (atomic_load_explicit(&weft__rt.nparked, memory_order_relaxed) == 0 ||
-        atomic_load_explicit(&weft__rt.nspinning, memory_order_relaxed) != 0)
-        return;
-    kick_slow(hint);
+    if (kick_needed())
+        kick_slow(hint);
+}
+
+uint64_t weft_vcore_decisions(int id)
+{
+    if (id < 0 || id >= weft__rt.nvcores)
+        return 0;
+    return atomic_load_explicit(&weft__rt.vcores[id].nrun, memory_order_relaxed);
+}
+
+void weft_sched_note_shared(unsigned n)
+{
+    struct weft__vcore *vc = weft__vc_at_entry();
+    if (vc)
+        weft__stat_add(&vc->st.shared_rmw, n);
 }
 
 void weft_vcore_wake(int id)
@@ -558,6 +593,7 @@ void weft__vcore_became_busy(struct weft__vcore *vc)
         set_idle(vc, WEFT__SPINNING);
     }
     set_idle(vc, WEFT__BUSY);
+    weft__stat_add(&vc->st.shared_rmw, 1);
     if (atomic_fetch_sub(&weft__rt.nspinning, 1) == 1)
         weft_vcore_kick(-1);
 }
@@ -565,6 +601,8 @@ void weft__vcore_became_busy(struct weft__vcore *vc)
 static void vcore_park(struct weft__vcore *vc)
 {
     struct weft__runtime *rt = &weft__rt;
+    weft__stat_add(&vc->st.parks, 1);
+    weft__stat_add(&vc->st.shared_rmw, 4); /* idle lock, nparked, unlock, nspinning */
     /* Step 3: announce, stop spinning (full fence), re-check. */
     weft__spin_lock(&rt->idle_lock);
     vc->idle_next = rt->idle;
@@ -661,9 +699,15 @@ static WEFT__NOINLINE void vcore_idle(struct weft__vcore *vc)
     }
     bool io = atomic_load_explicit(&weft__io_nwaiting, memory_order_relaxed) > 0;
     if (idle_of(vc) == WEFT__BUSY) {
+        /* Go's rule: at most half of the vcores that are not parked spin,
+         * so idle vcores do not crowd the busy ones' queues. One that may
+         * not spin parks at once (after the re-check of step 3). */
+        int spinning = atomic_load_explicit(&weft__rt.nspinning, memory_order_relaxed);
+        int awake = weft__rt.nvcores - atomic_load_explicit(&weft__rt.nparked, memory_order_relaxed);
         set_idle(vc, WEFT__SPINNING);
         atomic_fetch_add(&weft__rt.nspinning, 1);
-        vc->spin_until = weft__now_ns() + weft__spin_ns;
+        weft__stat_add(&vc->st.shared_rmw, 1);
+        vc->spin_until = weft__now_ns() + (2 * spinning < awake ? weft__spin_ns : 0);
         if (io)
             weft__io_poll(0); /* the work we ran out of may be waiting on I/O */
         return;
@@ -686,7 +730,7 @@ void weft__vcore_chores(struct weft__vcore *vc)
     if (atomic_load_explicit(&vc->ev_bits, memory_order_relaxed))
         weft__events_handle(vc);
     uint64_t next = atomic_load_explicit(&vc->heap.min, memory_order_acquire);
-    bool poll = (vc->decisions & 63) == 0 &&
+    bool poll = ((vc->decisions + 1) & 63) == 0 &&
                 atomic_load_explicit(&weft__io_nwaiting, memory_order_relaxed) > 0;
     if (next == UINT64_MAX && !poll)
         return;
@@ -703,6 +747,7 @@ _Noreturn void weft__vcore_loop(struct weft__vcore *vc)
     for (;;) {
         if (weft__chores_due(vc))
             weft__vcore_chores(vc);
+        vc->decisions++;
         ops->sched_entry(); /* returns only when there is nothing to run */
         vcore_idle(vc);
     }
@@ -782,6 +827,7 @@ int weft_init(const struct weft_config *cfg)
     rt->stack_size = s.stack_size;
     rt->ops = s.ops;
     rt->sched_foreign = s.ops != &weft__sched_ws && s.ops != &weft__sched_fifo;
+    weft__sched_resolve(rt);
     rt->idle = NULL;
     atomic_store(&rt->nspinning, 0);
     atomic_store(&rt->nparked, 0);

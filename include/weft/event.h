@@ -130,6 +130,12 @@ struct weft_vcore_stats {
     uint64_t preempt_taken;      /* uthreads preempted */
     uint64_t preempt_deferred;   /* preemptions put off: unsafe code or notifs disabled */
     uint64_t longest_stretch_ns; /* longest run of one uthread without a decision */
+    uint64_t handoffs;           /* of the decisions, direct switches from one uthread
+                                    to the next (not through vcore context) */
+    uint64_t kicks;              /* parked vcores this one woke for work */
+    uint64_t parks;              /* times this vcore parked */
+    uint64_t shared_rmw;         /* atomic read-modify-writes of run-wide state (idle
+                                    counts and list, shared queues, steals) */
 };
 
 /* weft_stats() copies vcore's counters into *out. Returns 0, or EINVAL (no

@@ -8,8 +8,10 @@
  *
  * Vocabulary. A *vcore* is a pinned kernel thread; *vcore context* is the
  * code it runs between uthreads, on its own stack, never interrupted by weft:
- * the ops below (except init/fini) and weft_uthread_yield() callbacks run
- * there. A uthread is, at any moment, RUNNING on one vcore, RUNNABLE (owned by
+ * the ops below (except init/fini) run there or under its rules (never
+ * preempted, never blocking), and so do weft_uthread_yield() callbacks,
+ * which run either there or, on a direct hand-off, on the stack of the
+ * uthread that runs next, before it resumes. A uthread is, at any moment, RUNNING on one vcore, RUNNABLE (owned by
  * the scheduler, on at most one of its queues) or BLOCKED (owned by whatever
  * will call weft_uthread_runnable() on it: a wait queue, a timer).
  */
@@ -32,6 +34,11 @@ struct weft_sched_link {
                                     for at spawn; -1 if neither. Read-only here. */
     unsigned flags;              /* runtime: the spawn flags (WEFT_PINNED...). Read-only. */
     unsigned sched_flags;        /* free for the scheduler */
+    int waker;                   /* runtime, for thread_runnable(): the vcore making t
+                                    runnable, -1 from a kernel thread that is not a vcore */
+    int by_uthread;              /* runtime, for thread_runnable(): 1 if a uthread running
+                                    on waker made t runnable, 0 from vcore context or
+                                    a blocking callback */
 };
 
 /* weft_uthread_link() returns t's scheduler fields. */
@@ -65,17 +72,25 @@ struct weft_sched_ops {
      * weft_vcore_kick() so an idle vcore can take it. Any context: a vcore,
      * a uthread, or an outside kernel thread (weft_vcore_id() < 0). */
     void (*thread_runnable)(struct weft_uthread *t);
-    /* t stopped but is still runnable (weft_yield): queue it again, at the
-     * back. Vcore context of the vcore t was running on. */
+    /* t stopped but is still runnable (weft_yield, preemption): queue it
+     * again, at the back. Vcore context of the vcore t was running on. */
     void (*thread_paused)(struct weft_uthread *t);
-    /* Optional fast path of weft_yield(): t (on this vcore) yields; queue it
-     * at the back and return the uthread to run next — t itself if nothing
-     * else may run here — without running it. NULL: the runtime falls back
-     * to thread_paused + sched_entry. Vcore context. */
-    struct weft_uthread *(*thread_yield)(struct weft_uthread *t);
+    /* Optional: the direct hand-off. Dequeue and return the uthread that
+     * vcore (the caller's) should run next from its own queues, as
+     * sched_entry would pick it but without stealing or waiting; NULL if it
+     * has none. The runtime calls it when a uthread on that vcore is about
+     * to block, yield or exit, and then switches straight to the returned
+     * uthread (the blocking callback runs on its stack); with NULL, or
+     * without this op, it goes through vcore context and sched_entry. Runs
+     * under vcore-context rules (never preempted, must not block). */
+    struct weft_uthread *(*take_local)(int vcore);
     /* t blocked (why: enum weft_block_why); someone else owns it until it is
      * made runnable. Informational. Vcore context. May be NULL. */
     void (*thread_has_blocked)(struct weft_uthread *t, int why);
+    /* Optional: another vcore called weft_vcore_poke() on this one (for
+     * example a thief asking it to make work stealable that only this
+     * vcore could take). Vcore context of the poked vcore. */
+    void (*poked)(void);
 };
 
 /* weft_sched_register() makes ops selectable by name (weft_config.sched,
@@ -110,13 +125,32 @@ void weft_uthread_blocked(struct weft_uthread *t, int why);
 void weft_uthread_runnable(struct weft_uthread *t);
 
 /* weft_run_uthread() runs t on this vcore; t must be runnable and dequeued
- * by the caller. Vcore context only; does not return. */
+ * by the caller. When sched_entry was called for a weft_yield() that found
+ * nothing local, the yielder is handed to thread_paused first (it runs
+ * again only if sched_entry returns). Vcore context only; does not return. */
 _Noreturn void weft_run_uthread(struct weft_uthread *t);
 
 /* weft_vcore_kick() says work became runnable, preferably for vcore hint
  * (-1: any): if no vcore is spinning for work, wake one parked vcore (hint's
  * if it is parked). Cheap when nothing is parked. Any context. */
 void weft_vcore_kick(int hint);
+
+/* weft_vcore_kick_local() is weft_vcore_kick(-1) for work the calling vcore
+ * queued on its own queues, which it looks at before it can park: it wakes a
+ * parked vcore only if nobody spins, to share the work, and skips the full
+ * fence (a kick missed in a race only leaves the work to its own busy
+ * vcore, never stranded). Vcore or uthread on a vcore. */
+void weft_vcore_kick_local(void);
+
+/* weft_vcore_poke() makes vcore id call ops->poked() soon: at its next
+ * scheduling decision, interrupting the uthread it runs (a notification) if
+ * that may take long, or waking it if it is parked. Any context. */
+void weft_vcore_poke(int id);
+
+/* weft_vcore_decisions(id) counts the uthreads vcore id has started or
+ * resumed: unchanged over a while means it runs one uthread all along. A
+ * hint; any context. */
+uint64_t weft_vcore_decisions(int id);
 
 /* weft_vcore_wake() wakes vcore id if it is parked, even when others spin:
  * for work only that vcore may run (a WEFT_PINNED uthread). Any context. */
@@ -131,16 +165,37 @@ typedef struct { uint32_t v; } weft_spinlock_t;
  * kernel thread, so a descheduled holder cannot make us burn the core. */
 void weft_spin_lock_slow(weft_spinlock_t *l);
 
+/* ThreadSanitizer builds: the lock is also announced as a plain
+ * acquire/release pair, which TSan tracks however the lock word is reached
+ * (it missed the atomics' own ordering with uthreads switching fibers). */
+#if defined(__SANITIZE_THREAD__)
+#define WEFT_SPIN_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WEFT_SPIN_TSAN 1
+#endif
+#endif
+#ifdef WEFT_SPIN_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#endif
+
 /* weft_spin_lock() takes l. */
 static inline void weft_spin_lock(weft_spinlock_t *l)
 {
     if (__builtin_expect(__atomic_exchange_n(&l->v, 1, __ATOMIC_ACQUIRE), 0))
         weft_spin_lock_slow(l);
+#ifdef WEFT_SPIN_TSAN
+    __tsan_acquire(l);
+#endif
 }
 
 /* weft_spin_unlock() releases l. */
 static inline void weft_spin_unlock(weft_spinlock_t *l)
 {
+#ifdef WEFT_SPIN_TSAN
+    __tsan_release(l);
+#endif
     __atomic_store_n(&l->v, 0, __ATOMIC_RELEASE);
 }
 
@@ -157,6 +212,12 @@ int weft_vcore_busy(int id);
 
 /* weft_sched_rand() returns a per-vcore pseudo-random number (vcore context). */
 uint32_t weft_sched_rand(void);
+
+/* weft_sched_note_shared() counts n atomic read-modify-writes of state that
+ * other vcores also write (a steal, a shared queue's lock) in the calling
+ * vcore's weft_stats() shared_rmw, so the cost of a scheduler's sharing can
+ * be measured. Any context (a no-op off a vcore). */
+void weft_sched_note_shared(unsigned n);
 
 #ifdef __cplusplus
 }

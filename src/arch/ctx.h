@@ -22,6 +22,13 @@ struct weft__ctx {
 void weft__ctx_save_and_call(struct weft__ctx *save, void *stack_top,
                              void (*fn)(void *), void *arg);
 
+/* weft__ctx_switch() saves the caller's context in *save, moves to the
+ * stack of the saved or made context whose stack pointer is to_sp, calls
+ * fn(arg) there (below that context's saved frame, so the stack we left is
+ * no longer in use while fn runs), and when fn returns resumes that context.
+ * The caller resumes, as if this call returned, when someone resumes *save. */
+void weft__ctx_switch(struct weft__ctx *save, void *to_sp, void (*fn)(void *), void *arg);
+
 /* weft__ctx_restore() resumes the context saved in *ctx. */
 _Noreturn void weft__ctx_restore(struct weft__ctx *ctx);
 

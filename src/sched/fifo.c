@@ -24,12 +24,12 @@ static void push(struct weft_uthread *t)
     weft_spin_unlock(&q.lock);
 }
 
-static void sched_entry_fifo(void)
+/* take_local_fifo() takes the oldest uthread vcore me may run. */
+static struct weft_uthread *take_local_fifo(int me)
 {
-    int me = weft_vcore_id();
     struct weft_uthread *prev = NULL, *t;
     if (!__atomic_load_n(&q.head, __ATOMIC_RELAXED))
-        return;
+        return NULL;
     weft_spin_lock(&q.lock);
     for (t = q.head; t; prev = t, t = weft_uthread_link(t)->next) {
         struct weft_sched_link *l = weft_uthread_link(t);
@@ -46,6 +46,12 @@ static void sched_entry_fifo(void)
             q.tail = prev;
     }
     weft_spin_unlock(&q.lock);
+    return t;
+}
+
+static void sched_entry_fifo(void)
+{
+    struct weft_uthread *t = take_local_fifo(weft_vcore_id());
     if (t)
         weft_run_uthread(t);
 }
@@ -71,4 +77,5 @@ const struct weft_sched_ops weft__sched_fifo = {
     .sched_entry = sched_entry_fifo,
     .thread_runnable = thread_runnable_fifo,
     .thread_paused = thread_paused_fifo,
+    .take_local = take_local_fifo,
 };

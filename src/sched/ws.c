@@ -1,43 +1,64 @@
 /*
- * ws.c — the default scheduler: per-vcore FIFO run queues with work stealing.
+ * ws.c — the default scheduler: per-vcore run queues with work stealing.
  *
- * Written only against <weft/sched.h>, like an application's scheduler.
- *  - A uthread made runnable goes to the queue of the vcore it last ran on
- *    (or the one asked for at spawn, or the spawner's, or round robin from
- *    outside): behind the other woken or new ones at the front (wtail
- *    marks where they end), ahead of the uthreads that were paused (yield,
- *    preemption). A sleeper whose alarm fired runs after the wake-ups
- *    before it, not behind every CPU-bound uthread the preemption tick
- *    rotates; with nothing paused the queue is plain FIFO, and a batch of
- *    wake-ups (alarms in deadline order, the poller's events) keeps its
- *    order. At most NEXT_CHAIN decisions in a row come from `next` and the
- *    front part (wchain), then a paused one runs: wake-ups cannot starve
- *    the paused.
- *  - A yielding or preempted uthread goes to the back of its own vcore's queue.
- *  - A vcore runs the front of its queue; when it is empty it picks two
- *    other vcores at random and steals the older half of the longer queue
- *    (WEFT_PINNED uthreads are never stolen).
- *  - A lone uthread just queued on a busy vcore is left there for a few
- *    idle rounds of the thief (LONE_ROUNDS), like Go's runnext: a spawner
- *    that joins, or a waker that blocks next, usually runs it itself within
- *    a few hundred ns, and stealing it would only move its cache lines.
- *    Only while the victim vcore is busy (weft_vcore_busy()), and
- *    never when the thief is about to park (weft_vcore_parking()): nothing
- *    may wait on a vcore that could be busy for long.
- *  - A uthread that has run before (WS_RAN), woken by a uthread running on
- *    its own vcore, goes to that vcore's one-slot `next` instead (Go's
- *    runnext; fresh spawns keep their FIFO order, and wake-ups from vcore
- *    context, which come in batches in deadline or event order (alarms,
- *    the poller), keep theirs): it runs at the
- *    vcore's next decision, while what its waker just wrote for it is still
- *    in cache. A thread it displaces goes to the back of the queue. At most
- *    NEXT_CHAIN decisions in a row are taken from `next`, then the front of
- *    the queue runs: two uthreads waking each other cannot starve the rest.
- *    For thieves `next` is one more queued uthread (it counts in the length
- *    they look at, and a lone one is left alone as above).
- * Each queue is a singly linked list under its own spinlock; len is read
- * without the lock to choose victims and to skip empty queues. `next` is
- * taken with an atomic exchange by whoever runs it.
+ * Written only against <weft/sched.h>, like an application's scheduler. The
+ * models are Go's runq/runnext (runtime/proc.go) and tokio's local queue and
+ * LIFO slot: the steady state of local work writes no cache line that
+ * another vcore writes.
+ *
+ * Where a runnable uthread goes (thread_runnable, thread_paused):
+ *  - woken by a uthread running on vcore v: v's `next` slot (the waker's
+ *    vcore, wherever the uthread ran before: a woken uthread follows its
+ *    waker, so communicating uthreads gather on one vcore and their
+ *    hand-offs stay local). What it displaces goes to the back of v's
+ *    woken ring. No kick: the waker usually blocks next and v runs it at
+ *    once; waking another vcore for it would only make that one spin.
+ *  - spawned by a uthread on v, or made runnable in vcore context of v
+ *    (alarms, the poller, a blocking callback): the back of v's woken ring,
+ *    in the order they come (spawns start in spawn order, batches of alarms
+ *    and events keep their order), with a kick: an idle vcore may steal
+ *    them at once.
+ *  - paused (weft_yield, preemption): the back of v's paused ring.
+ *  - from a kernel thread that is not a vcore: the injection queue, shared
+ *    by all vcores, with a kick.
+ *  - WEFT_PINNED to v, or spawned with WEFT_ON_VCORE for v, from anywhere
+ *    but v: v's inbox (a locked list only v drains), and v is woken.
+ *    Pinned uthreads queued on their own vcore wait in its private pinned
+ *    list: they never enter a ring, so thieves never see them.
+ *
+ * What a vcore runs next (take_local, also the first step of sched_entry):
+ * its inbox is drained into the rings; every 61st decision the injection
+ * queue comes first (Go's schedtick % 61: outside work cannot starve);
+ * pinned uthreads alternate with the rest; then `next`, at most NEXT_CHAIN
+ * decisions in a row (two uthreads waking each other cannot starve the
+ * rings); then the woken ring, at most NEXT_CHAIN decisions in a row counted
+ * together with `next` (then one paused uthread runs: wake-ups cannot
+ * starve the paused, and a woken uthread never queues behind the CPU-bound
+ * uthreads preemption keeps rotating); then the paused ring; then the
+ * injection queue.
+ *
+ * Rings. Each is a bounded circular buffer (RING slots) with a head and a
+ * tail counter. Only the owner pushes: it stores the slot and then the tail
+ * (release), no RMW. The owner takes from the head with a CAS, since thieves
+ * take from there too; with one vcore there are no thieves and plain stores
+ * do. A thief copies about half of the victim's ring (woken first, else
+ * paused) into its own empty ring and claims them with one CAS on the
+ * victim's head (Go's runqgrab). What does not fit in a ring waits in its
+ * spill, an array only the owner touches, in order behind the ring's
+ * uthreads; the owner refills the ring from it when the ring runs empty,
+ * so thieves see the oldest uthreads of a long queue. (Go moves half a full
+ * runq to its global queue instead; with tens of thousands of uthreads
+ * per vcore that reorders them and walks cold uthreads on every move.)
+ *
+ * `next` is the owner's alone: read and written with plain (relaxed) loads
+ * and stores, never an RMW, and thieves never take it. A uthread could
+ * therefore wait there while its vcore runs one uthread for long. A
+ * spinning thief that finds nothing else to steal watches such a vcore, and
+ * if its decision count has not moved for POKE_ROUNDS of its rounds, asks it
+ * with weft_vcore_poke() to move `next` to its woken ring (ops->poked, run
+ * on that vcore in vcore context, interrupting the long-running uthread):
+ * Go's rule that runnext is stolen only in the last pass and after backing
+ * off, without making the owner pay for it.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -46,355 +67,596 @@
 
 #include <weft/sched.h>
 
-struct rq {
-    weft_spinlock_t lock;            /* head, tail, wtail, len */
+#define RING 1024u           /* slots per ring, a power of two */
+#define RING_MASK (RING - 1)
+#define NEXT_CHAIN 16        /* decisions in a row from next (and next + woken) */
+#define INJECT_EVERY 61      /* decisions between looks at the injection queue */
+#define POKE_ROUNDS 64       /* a thief's rounds watching a stuck next before a poke */
+#define WS_RAN 1u            /* sched_flags: picked to run before */
+
+typedef struct weft_uthread *_Atomic slot_t;
+
+/* A uthread list linked by weft_uthread_link()->next. */
+struct list {
+    struct weft_uthread *head, *tail;
+};
+
+struct ring {
+    _Atomic uint32_t head;           /* oldest queued: the owner and thieves advance it */
+    _Atomic uint32_t tail;           /* next free slot: written by the owner only */
+};
+
+/* A ring's overflow: what does not fit, in order behind the ring's own
+ * uthreads, owned by the ring's vcore alone (a circular array that grows).
+ * It refills the ring as the ring drains, so thieves always find the
+ * oldest RING uthreads there. */
+struct spill {
+    struct weft_uthread **v;
+    uint32_t head, n, cap;           /* cap a power of two, or 0 */
+};
+
+enum { W = 0, P = 1 };               /* the woken (and new) ring, the paused ring */
+
+struct vq {
+    /* Owned by this vcore (thieves read next, relaxed, to decide on a poke). */
+    struct weft_uthread *_Atomic next;
+    unsigned chain;                  /* decisions in a row taken from next */
+    unsigned wchain;                 /* decisions in a row taken from next or the woken ring */
+    unsigned inject_tick;            /* decisions until the injection queue comes first */
+    bool pin_turn;                   /* the pinned list's turn to run */
+    struct list pinned;              /* pinned here and queued here */
+    struct spill spill[2];           /* overflow of ring[W], ring[P] */
+    int poke_victim;                 /* as a thief: the vcore whose stuck next we watch */
+    unsigned poke_rounds;            /* rounds it has not moved */
+    uint64_t poke_decisions;         /* its decision count when we started watching */
+    /* The owner writes the tails, thieves CAS the heads. */
+    _Alignas(64) struct ring ring[2];
+    /* Other vcores push here. */
+    _Alignas(64) weft_spinlock_t inbox_lock;
+    struct list inbox;               /* guarded by inbox_lock */
+    _Atomic bool inbox_has;          /* inbox is not empty; written under inbox_lock */
+    _Alignas(64) slot_t buf[2][RING];/* the rings' slots */
+};
+
+static struct vq *vqs;               /* one per vcore; fixed between init and fini */
+static int nvq;
+static bool solo;                    /* one vcore: no thieves, no RMW on the rings */
+
+/* The injection queue: work from outside kernel threads, and overflow. */
+static struct {
+    weft_spinlock_t lock;            /* l */
+    struct list l;                   /* guarded by lock */
     _Atomic unsigned len;            /* written under lock, read anywhere */
-    struct weft_uthread *head, *tail;/* linked by weft_uthread_link()->next */
-    struct weft_uthread *wtail;      /* last of the woken uthreads at the front, or NULL */
-    struct weft_uthread *_Atomic next; /* runs next; exchanged, no lock */
-    unsigned chain;                  /* decisions in a row taken from next;
-                                        owned by this queue's vcore */
-    unsigned wchain;                 /* decisions in a row taken from next or the
-                                        front (woken) part; owned likewise */
-} __attribute__((aligned(64)));
+} __attribute__((aligned(64))) inj;
 
-#define NEXT_CHAIN 16
-#define WS_RAN 1u  /* sched_flags: the uthread has been picked to run before */
-
-static struct rq *rqs;               /* one per vcore; fixed between init and fini */
-static int nrq;
-
-/* How long each thief has seen a victim's queue hold exactly one uthread;
- * owned by that thief's vcore. */
-#define LONE_ROUNDS 32
-static struct lone {
-    int victim;
-    unsigned rounds;
-} __attribute__((aligned(64))) *lones;
-static _Atomic unsigned rr;          /* round robin for runnables from outside */
-
-static void push_locked(struct rq *q, struct weft_uthread *t)
+static inline struct weft_sched_link *L(struct weft_uthread *t)
 {
-    weft_uthread_link(t)->next = NULL;
-    if (q->tail)
-        weft_uthread_link(q->tail)->next = t;
+    return weft_uthread_link(t);
+}
+
+static inline bool pinned(struct weft_uthread *t)
+{
+    return L(t)->flags & WEFT_PINNED;
+}
+
+static void list_push(struct list *l, struct weft_uthread *t)
+{
+    L(t)->next = NULL;
+    if (l->tail)
+        L(l->tail)->next = t;
     else
-        q->head = t;
-    q->tail = t;
-    atomic_store_explicit(&q->len, atomic_load_explicit(&q->len, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+        l->head = t;
+    l->tail = t;
 }
 
-/* push_woken_locked() queues t behind the uthreads woken before it, ahead
- * of those that were paused or are fresh. */
-static void push_woken_locked(struct rq *q, struct weft_uthread *t)
+static struct weft_uthread *list_pop(struct list *l)
 {
-    struct weft_uthread *after = q->wtail;
-    if (!after) {
-        weft_uthread_link(t)->next = q->head;
-        q->head = t;
-    } else {
-        weft_uthread_link(t)->next = weft_uthread_link(after)->next;
-        weft_uthread_link(after)->next = t;
-    }
-    if (q->tail == after)
-        q->tail = t;
-    q->wtail = t;
-    atomic_store_explicit(&q->len, atomic_load_explicit(&q->len, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-}
-
-/* unlink_locked() removes t, which follows prev (NULL: t is the head). */
-static void unlink_locked(struct rq *q, struct weft_uthread *prev, struct weft_uthread *t)
-{
-    struct weft_uthread *next = weft_uthread_link(t)->next;
-    if (prev)
-        weft_uthread_link(prev)->next = next;
-    else
-        q->head = next;
-    if (q->tail == t)
-        q->tail = prev;
-    if (q->wtail == t)
-        q->wtail = prev;
-    atomic_store_explicit(&q->len, atomic_load_explicit(&q->len, memory_order_relaxed) - 1,
-                          memory_order_relaxed);
-}
-
-/* pop() takes the front of q; with skip_woken, the first uthread behind the
- * woken ones (if there is one). *woken says which kind it took. */
-static struct weft_uthread *pop(struct rq *q, bool skip_woken, bool *woken)
-{
-    if (!atomic_load_explicit(&q->len, memory_order_relaxed))
-        return NULL;
-    weft_spin_lock(&q->lock);
-    struct weft_uthread *prev = NULL, *t = q->head;
-    if (skip_woken && q->wtail && weft_uthread_link(q->wtail)->next) {
-        prev = q->wtail;
-        t = weft_uthread_link(prev)->next;
-    }
+    struct weft_uthread *t = l->head;
     if (t) {
-        *woken = q->wtail && !prev;
-        unlink_locked(q, prev, t);
+        l->head = L(t)->next;
+        if (!l->head)
+            l->tail = NULL;
     }
-    weft_spin_unlock(&q->lock);
     return t;
 }
 
-/* queued() is what v holds for a thief: its queue and its next slot. */
-static unsigned queued(int v)
+/* ---- the injection queue ------------------------------------------------------ */
+
+/* inject_list() appends the n uthreads first..last (linked) to the queue. */
+static void inject_list(struct weft_uthread *first, struct weft_uthread *last, unsigned n)
 {
-    return atomic_load_explicit(&rqs[v].len, memory_order_relaxed) +
-           (atomic_load_explicit(&rqs[v].next, memory_order_relaxed) != NULL);
+    L(last)->next = NULL;
+    weft_spin_lock(&inj.lock);
+    if (inj.l.tail)
+        L(inj.l.tail)->next = first;
+    else
+        inj.l.head = first;
+    inj.l.tail = last;
+    atomic_store_explicit(&inj.len, atomic_load_explicit(&inj.len, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+    weft_spin_unlock(&inj.lock);
 }
 
-/* steal_half() moves about half of v's stealable uthreads from its front to
- * a private list; returns the first, links the rest in *rest. */
-static struct weft_uthread *steal_half(struct rq *v, struct weft_uthread **rest, unsigned *nrest)
+/* ---- rings ------------------------------------------------------------------ */
+
+static inline unsigned ring_len(struct ring *r)
 {
-    struct weft_uthread *first = NULL, *tail = NULL;
-    unsigned got = 0;
-    weft_spin_lock(&v->lock);
-    unsigned want = (atomic_load_explicit(&v->len, memory_order_relaxed) + 1) / 2;
-    struct weft_uthread *prev = NULL, *t = v->head;
-    while (t && got < want) {
-        struct weft_uthread *next = weft_uthread_link(t)->next;
-        if (weft_uthread_link(t)->flags & WEFT_PINNED) {
-            prev = t;
-        } else {
-            unlink_locked(v, prev, t);
-            weft_uthread_link(t)->next = NULL;
-            if (tail)
-                weft_uthread_link(tail)->next = t;
-            else
-                first = t;
-            tail = t;
-            got++;
+    return atomic_load_explicit(&r->tail, memory_order_acquire) -
+           atomic_load_explicit(&r->head, memory_order_acquire);
+}
+
+/* ring_put() appends the n uthreads v[0..n) to the owner's ring c, which
+ * has room for them. */
+static void ring_put(struct vq *q, int c, struct weft_uthread *const *v, uint32_t n)
+{
+    struct ring *r = &q->ring[c];
+    uint32_t tl = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    for (uint32_t i = 0; i < n; i++)
+        atomic_store_explicit(&q->buf[c][(tl + i) & RING_MASK], v[i], memory_order_relaxed);
+    atomic_store_explicit(&r->tail, tl + n, memory_order_release); /* partner: ring_grab */
+}
+
+/* spill_push() queues t behind everything in ring c and its spill. */
+static __attribute__((noinline)) void spill_push(struct vq *q, int c, struct weft_uthread *t)
+{
+    struct spill *sp = &q->spill[c];
+    if (sp->n == sp->cap) {
+        uint32_t cap = sp->cap ? sp->cap * 2 : RING;
+        struct weft_uthread **v = malloc(sizeof *v * cap);
+        if (!v) { /* out of memory: the injection queue keeps it (a list) */
+            inject_list(t, t, 1);
+            return;
         }
-        t = next;
+        for (uint32_t i = 0; i < sp->n; i++)
+            v[i] = sp->v[(sp->head + i) & (sp->cap - 1)];
+        free(sp->v);
+        sp->v = v;
+        sp->head = 0;
+        sp->cap = cap;
     }
-    weft_spin_unlock(&v->lock);
-    *rest = first ? weft_uthread_link(first)->next : NULL;
-    *nrest = got ? got - 1 : 0;
+    sp->v[(sp->head + sp->n++) & (sp->cap - 1)] = t;
+}
+
+/* spill_refill() moves the oldest of ring c's spill into the ring. */
+static __attribute__((noinline)) void spill_refill(struct vq *q, int c)
+{
+    struct spill *sp = &q->spill[c];
+    uint32_t len = ring_len(&q->ring[c]);
+    uint32_t n = RING - len < sp->n ? RING - len : sp->n;
+    struct weft_uthread *tmp[64];
+    for (uint32_t done = 0; done < n;) {
+        uint32_t k = n - done < 64 ? n - done : 64;
+        for (uint32_t i = 0; i < k; i++)
+            tmp[i] = sp->v[(sp->head + i) & (sp->cap - 1)];
+        ring_put(q, c, tmp, k);
+        sp->head = (sp->head + k) & (sp->cap - 1);
+        sp->n -= k;
+        done += k;
+    }
+}
+
+/* q_push() queues t at the back of vcore q's ring c (its owner calls). */
+static inline void q_push(struct vq *q, int c, struct weft_uthread *t)
+{
+    struct ring *r = &q->ring[c];
+    if (__builtin_expect(q->spill[c].n == 0, 1)) {
+        uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire); /* partner: a thief's CAS */
+        uint32_t tl = atomic_load_explicit(&r->tail, memory_order_relaxed);
+        if (__builtin_expect(tl - h < RING, 1)) {
+            atomic_store_explicit(&q->buf[c][tl & RING_MASK], t, memory_order_relaxed);
+            atomic_store_explicit(&r->tail, tl + 1, memory_order_release); /* partner: ring_grab */
+            return;
+        }
+    }
+    spill_push(q, c, t);
+}
+
+/* ring_pop() takes the front of the owner's ring r, or NULL. */
+static inline struct weft_uthread *ring_pop(struct ring *r, slot_t *buf)
+{
+    uint32_t tl = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    if (solo) {
+        uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+        if (h == tl)
+            return NULL;
+        atomic_store_explicit(&r->head, h + 1, memory_order_relaxed);
+        return atomic_load_explicit(&buf[h & RING_MASK], memory_order_relaxed);
+    }
+    uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+    for (;;) {
+        if (h == tl)
+            return NULL;
+        struct weft_uthread *t = atomic_load_explicit(&buf[h & RING_MASK], memory_order_relaxed);
+        if (atomic_compare_exchange_weak_explicit(&r->head, &h, h + 1, memory_order_release,
+                                                  memory_order_acquire))
+            return t;
+    }
+}
+
+/* q_pop() takes the front of vcore q's ring c (its owner calls), refilling
+ * the ring from its spill when it runs empty (thieves see the ring, which
+ * then holds the oldest RING uthreads). */
+static inline struct weft_uthread *q_pop(struct vq *q, int c)
+{
+    struct weft_uthread *t = ring_pop(&q->ring[c], q->buf[c]);
+    if (__builtin_expect(t == NULL, 0) && q->spill[c].n != 0) {
+        spill_refill(q, c);
+        t = ring_pop(&q->ring[c], q->buf[c]);
+    }
+    return t;
+}
+
+/* ring_grab() moves about half of victim v's ring c into the thief q's
+ * ring c (empty, as the thief found nothing of its own) and returns the
+ * first of them (not queued), or NULL. */
+static struct weft_uthread *ring_grab(struct vq *v, struct vq *q, int c)
+{
+    struct ring *vr = &v->ring[c], *qr = &q->ring[c];
+    slot_t *vbuf = v->buf[c], *qbuf = q->buf[c];
+    uint32_t qt = atomic_load_explicit(&qr->tail, memory_order_relaxed);
+    uint32_t room = RING - ring_len(qr);
+    uint32_t n;
+    struct weft_uthread *first;
+    for (;;) {
+        uint32_t h = atomic_load_explicit(&vr->head, memory_order_acquire);
+        uint32_t t = atomic_load_explicit(&vr->tail, memory_order_acquire); /* partner: q_push */
+        n = t - h;
+        n -= n / 2;
+        if (n == 0)
+            return NULL;
+        if (n > RING / 2)
+            continue; /* head moved on between the two loads */
+        if (n > room + 1)
+            n = room + 1;
+        first = atomic_load_explicit(&vbuf[h & RING_MASK], memory_order_relaxed);
+        for (uint32_t i = 1; i < n; i++)
+            atomic_store_explicit(&qbuf[(qt + i - 1) & RING_MASK],
+                                  atomic_load_explicit(&vbuf[(h + i) & RING_MASK],
+                                                       memory_order_relaxed),
+                                  memory_order_relaxed);
+        if (atomic_compare_exchange_strong_explicit(&vr->head, &h, h + n, memory_order_acq_rel,
+                                                    memory_order_relaxed))
+            break;
+    }
+    if (n > 1)
+        atomic_store_explicit(&qr->tail, qt + n - 1, memory_order_release);
+    weft_sched_note_shared(1);
     return first;
 }
 
-/* steal_from() takes about half of v's stealable uthreads: runs the first,
- * queues the rest on me. */
-static struct weft_uthread *steal_from(struct rq *v, int me)
+/* ---- taking work ------------------------------------------------------------ */
+
+/* queue_here() queues t, runnable on vcore me (its own), at the back of the
+ * ring its kind goes to (or the pinned list). */
+static void queue_here(struct vq *q, struct weft_uthread *t, bool paused)
 {
-    struct weft_uthread *rest, *first = steal_half(v, &rest, &(unsigned){ 0 });
-    if (!first) /* nothing stealable queued: its next (never a pinned one) */
-        return atomic_exchange_explicit(&v->next, NULL, memory_order_acquire);
-    if (rest) {
-        struct rq *q = &rqs[me];
-        weft_spin_lock(&q->lock);
-        while (rest) {
-            struct weft_uthread *next = weft_uthread_link(rest)->next;
-            push_locked(q, rest);
-            rest = next;
-        }
-        weft_spin_unlock(&q->lock);
-    }
-    return first;
+    if (pinned(t))
+        list_push(&q->pinned, t);
+    else
+        q_push(q, paused ? P : W, t);
 }
 
-/* steal(): two random victims, the longer queue first; if neither has
- * anything we may take, every other queue in turn, so that a vcore about to
- * park never overlooks work (with many vcores two random picks can miss the
- * one busy queue). */
-/* may_steal(): v has something, and not only a lone fresh uthread. */
-static bool may_steal(int me, int v)
+/* inbox_drain() queues what other vcores pushed to us. */
+static void inbox_drain(struct vq *q)
 {
-    struct lone *l = &lones[me];
-    unsigned len = queued(v);
-    if (len != 1) {
-        if (l->victim == v)
-            l->victim = -1; /* emptied (or grew): start counting afresh next time */
-        return len > 1;
+    weft_spin_lock(&q->inbox_lock);
+    struct weft_uthread *t = q->inbox.head;
+    q->inbox.head = q->inbox.tail = NULL;
+    atomic_store_explicit(&q->inbox_has, false, memory_order_relaxed);
+    weft_spin_unlock(&q->inbox_lock);
+    weft_sched_note_shared(1);
+    while (t) {
+        struct weft_uthread *n = L(t)->next;
+        queue_here(q, t, false);
+        t = n;
     }
-    if (weft_vcore_parking() || !weft_vcore_busy(v))
-        return true; /* we are about to sleep, or its own vcore is idle or parked */
-    if (l->victim != v) {
-        l->victim = v;
-        l->rounds = 0;
-    }
-    return ++l->rounds >= LONE_ROUNDS;
 }
 
-static struct weft_uthread *steal(int me)
+/* inject_take() takes a share of the injection queue: runs the first,
+ * queues the rest on q's woken ring (which has room: it was empty, or the
+ * share is small). */
+static struct weft_uthread *inject_take(struct vq *q)
 {
-    if (nrq < 2)
+    unsigned len = atomic_load_explicit(&inj.len, memory_order_relaxed);
+    if (!len)
         return NULL;
-    int a = (int)(weft_sched_rand() % (unsigned)(nrq - 1));
-    int b = (int)(weft_sched_rand() % (unsigned)(nrq - 1));
-    a += a >= me;
-    b += b >= me;
-    if (queued(b) > queued(a)) {
-        int t = a;
-        a = b;
-        b = t;
+    weft_spin_lock(&inj.lock);
+    len = atomic_load_explicit(&inj.len, memory_order_relaxed);
+    unsigned n = len / (unsigned)nvq + 1;
+    if (n > len)
+        n = len;
+    if (n > RING / 2)
+        n = RING / 2;
+    struct weft_uthread *first = inj.l.head, *last = first;
+    for (unsigned i = 1; i < n; i++)
+        last = L(last)->next;
+    if (n) {
+        inj.l.head = L(last)->next;
+        if (!inj.l.head)
+            inj.l.tail = NULL;
+        atomic_store_explicit(&inj.len, len - n, memory_order_relaxed);
     }
-    struct weft_uthread *t = NULL;
-    if (may_steal(me, a))
-        t = steal_from(&rqs[a], me);
-    for (int i = 1; !t && i < nrq; i++) {
-        int v = (a + i) % nrq;
-        if (v != me && may_steal(me, v))
-            t = steal_from(&rqs[v], me);
+    weft_spin_unlock(&inj.lock);
+    weft_sched_note_shared(1);
+    if (!n)
+        return NULL;
+    L(last)->next = NULL;
+    for (struct weft_uthread *t = L(first)->next; t;) {
+        struct weft_uthread *nx = L(t)->next;
+        q_push(q, W, t);
+        t = nx;
     }
-    return t;
+    return first;
 }
 
-/* take_next() takes q's next slot, if anything is there. With one vcore
- * there are no thieves: only that vcore's own kernel thread touches next
- * (thread_runnable_ws fills it only from a uthread running there), so plain
- * accesses do; otherwise a thief may race us for it. */
-static struct weft_uthread *take_next(struct rq *q)
+/* take_rings() is take()'s common part: next (within its chain), the
+ * woken ring (within its chain), the paused ring, then the rest. */
+static inline struct weft_uthread *take_rings(struct vq *q)
 {
     struct weft_uthread *t = atomic_load_explicit(&q->next, memory_order_relaxed);
-    if (!t)
-        return NULL;
-    if (nrq == 1) {
+    if (t && q->chain < NEXT_CHAIN) {
+        atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
+        q->chain++;
+        q->wchain++;
+        return t;
+    }
+    q->chain = 0;
+    if (q->wchain < NEXT_CHAIN) {
+        if ((t = q_pop(q, W)) != NULL) {
+            q->wchain++;
+            return t;
+        }
+    }
+    q->wchain = 0;
+    if ((t = q_pop(q, P)) != NULL || (t = q_pop(q, W)) != NULL)
+        return t;
+    if ((t = atomic_load_explicit(&q->next, memory_order_relaxed)) != NULL) {
         atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
         return t;
     }
-    return atomic_exchange_explicit(&q->next, NULL, memory_order_acquire);
+    return NULL;
 }
 
-/* put_next() puts t in q's next slot (the caller runs on q's vcore) and
- * returns what it displaced. */
-static struct weft_uthread *put_next(struct rq *q, struct weft_uthread *t)
+/* take_slow() is take() when its inbox, the injection queue or a pinned
+ * uthread may come first. */
+static __attribute__((noinline)) struct weft_uthread *take_slow(struct vq *q)
 {
-    if (nrq == 1) { /* as in take_next */
-        struct weft_uthread *old = atomic_load_explicit(&q->next, memory_order_relaxed);
-        atomic_store_explicit(&q->next, t, memory_order_relaxed);
-        return old;
+    struct weft_uthread *t;
+    if (atomic_load_explicit(&q->inbox_has, memory_order_relaxed))
+        inbox_drain(q);
+    if (q->inject_tick == 0) {
+        q->inject_tick = INJECT_EVERY;
+        if ((t = inject_take(q)) != NULL)
+            return t;
     }
-    return atomic_exchange_explicit(&q->next, t, memory_order_acq_rel);
+    if (q->pinned.head && (q->pin_turn = !q->pin_turn))
+        return list_pop(&q->pinned);
+    if ((t = take_rings(q)) != NULL || (t = list_pop(&q->pinned)) != NULL)
+        return t;
+    return inject_take(q);
 }
+
+/* take() is take_local for vcore me: see the top of this file. */
+static inline struct weft_uthread *take(int me)
+{
+    struct vq *q = &vqs[me];
+    if (__builtin_expect(--q->inject_tick == 0, 0) || __builtin_expect(q->pinned.head != NULL, 0) ||
+        __builtin_expect(atomic_load_explicit(&q->inbox_has, memory_order_relaxed), 0))
+        return take_slow(q);
+    struct weft_uthread *t = take_rings(q);
+    return t ? t : take_slow(q);
+}
+
+static struct weft_uthread *take_local_ws(int me)
+{
+    struct weft_uthread *t = take(me);
+    if (t)
+        L(t)->sched_flags |= WS_RAN; /* ours until it runs */
+    return t;
+}
+
+/* watch_next() is a thief looking at victim v, which has nothing stealable
+ * but a uthread in next: poke v if its decisions have not moved for
+ * POKE_ROUNDS of our looks (it runs one uthread all along). */
+static void watch_next(struct vq *q, int v)
+{
+    if (q->poke_victim >= 0 && q->poke_victim != v)
+        return; /* watching another */
+    uint64_t d = weft_vcore_decisions(v);
+    if (q->poke_victim != v || q->poke_decisions != d) {
+        q->poke_victim = v;
+        q->poke_decisions = d;
+        q->poke_rounds = 0;
+        return;
+    }
+    if (++q->poke_rounds == POKE_ROUNDS) {
+        weft_vcore_poke(v);
+        q->poke_victim = -1;
+    }
+}
+
+/* steal(): every other vcore once, from a random one on: half of the first
+ * ring found with work (woken first, then paused). */
+static struct weft_uthread *steal(int me)
+{
+    if (nvq < 2)
+        return NULL;
+    struct vq *q = &vqs[me];
+    bool parking = weft_vcore_parking();
+    int start = (int)(weft_sched_rand() % (unsigned)nvq);
+    bool watched = false;
+    for (int i = 0; i < nvq; i++) {
+        int v = start + i < nvq ? start + i : start + i - nvq;
+        if (v == me)
+            continue;
+        struct vq *vq = &vqs[v];
+        struct weft_uthread *t = NULL;
+        if (ring_len(&vq->ring[W]))
+            t = ring_grab(vq, q, W);
+        if (!t && ring_len(&vq->ring[P]))
+            t = ring_grab(vq, q, P);
+        if (t)
+            return t;
+        if (!parking && atomic_load_explicit(&vq->next, memory_order_relaxed) &&
+            weft_vcore_busy(v)) {
+            watch_next(q, v);
+            watched |= q->poke_victim == v;
+        }
+    }
+    if (!watched)
+        q->poke_victim = -1;
+    return NULL;
+}
+
+/* ---- the ops ------------------------------------------------------------------- */
 
 static void sched_entry_ws(void)
 {
     int me = weft_vcore_id();
-    struct rq *q = &rqs[me];
-    struct weft_uthread *t = NULL;
-    bool woken = false;
-    if (q->chain < NEXT_CHAIN && (t = take_next(q)) != NULL) {
-        q->chain++;
-        q->wchain++;
-    } else {
-        bool fair = q->wchain >= NEXT_CHAIN; /* the paused ones' turn */
-        t = pop(q, fair, &woken);
-        q->chain = 0;
-        q->wchain = woken && !fair ? q->wchain + 1 : 0; /* woken when fair: none paused */
-        if (!t)
-            t = take_next(q);
-    }
+    struct weft_uthread *t = take(me);
     if (!t)
         t = steal(me);
+    if (!t)
+        t = inject_take(&vqs[me]); /* once more: it may have filled meanwhile */
     if (t) {
-        weft_uthread_link(t)->sched_flags |= WS_RAN; /* ours until it runs */
+        L(t)->sched_flags |= WS_RAN;
         weft_run_uthread(t);
     }
 }
 
-static int home_of(struct weft_uthread *t)
+/* inbox_push() hands t to vcore v, which alone will run it (or queue it). */
+static void inbox_push(int v, struct weft_uthread *t)
 {
-    int v = weft_uthread_link(t)->vcore;
-    if (v >= 0 && v < nrq)
-        return v;
-    v = weft_vcore_id();
-    if (v >= 0)
-        return v;
-    return (int)(atomic_fetch_add_explicit(&rr, 1, memory_order_relaxed) % (unsigned)nrq);
+    struct vq *q = &vqs[v];
+    weft_spin_lock(&q->inbox_lock);
+    list_push(&q->inbox, t);
+    atomic_store_explicit(&q->inbox_has, true, memory_order_relaxed);
+    weft_spin_unlock(&q->inbox_lock);
+    weft_sched_note_shared(1);
+    weft_vcore_wake(v); /* only v looks at its inbox */
+}
+
+/* runnable_slow() is thread_runnable_ws for everything but a uthread that
+ * has run, is not pinned and is woken by a uthread on its own vcore. */
+static __attribute__((noinline)) void runnable_slow(struct weft_uthread *t)
+{
+    struct weft_sched_link *l = L(t);
+    int me = l->waker;
+    /* Pinned elsewhere, or placed on a vcore at spawn (vcore set, never
+     * run): that vcore's inbox. */
+    if (l->vcore != me && l->vcore >= 0 &&
+        ((l->flags & WEFT_PINNED) || !(l->sched_flags & WS_RAN))) {
+        inbox_push(l->vcore, t);
+        return;
+    }
+    if (me < 0) { /* a kernel thread that is not a vcore */
+        inject_list(t, t, 1);
+        weft_sched_note_shared(1);
+        weft_vcore_kick(-1);
+        return;
+    }
+    struct vq *q = &vqs[me];
+    if (l->flags & WEFT_PINNED) { /* pinned here: only we may take it */
+        list_push(&q->pinned, t);
+        return;
+    }
+    if (!l->by_uthread || !(l->sched_flags & WS_RAN)) {
+        /* Vcore context (keep the order things come in), or a spawn (FIFO,
+         * and stealable at once: the spawner may go on running). */
+        q_push(q, W, t);
+        if (!solo)
+            weft_vcore_kick_local();
+        return;
+    }
+    /* Woken by a uthread running here, having run elsewhere before. */
+    struct weft_uthread *old = atomic_load_explicit(&q->next, memory_order_relaxed);
+    atomic_store_explicit(&q->next, t, memory_order_relaxed);
+    if (old) {
+        queue_here(q, old, false);
+        if (!solo)
+            weft_vcore_kick_local();
+    }
 }
 
 static void thread_runnable_ws(struct weft_uthread *t)
 {
-    int v = home_of(t);
-    bool pinned = weft_uthread_link(t)->flags & WEFT_PINNED;
-    struct rq *q = &rqs[v];
-    if (!pinned && (weft_uthread_link(t)->sched_flags & WS_RAN) && v == weft_vcore_id() &&
-        weft_self() != NULL) {
-        /* Woken on its own vcore: run it next (a thief may take it first). */
-        t = put_next(q, t);
-        if (!t) {
-            weft_vcore_kick(v);
+    struct weft_sched_link *l = L(t);
+    /* The common case: woken by a uthread running on the vcore it last ran
+     * on, not pinned: next, with no kick (see the top of this file). */
+    if (__builtin_expect(l->vcore == l->waker && l->by_uthread &&
+                         (l->sched_flags & WS_RAN) && !(l->flags & WEFT_PINNED), 1)) {
+        struct vq *q = &vqs[l->waker];
+        struct weft_uthread *old = atomic_load_explicit(&q->next, memory_order_relaxed);
+        atomic_store_explicit(&q->next, t, memory_order_relaxed);
+        if (__builtin_expect(old == NULL, 1))
             return;
-        }
+        queue_here(q, old, false);
+        if (!solo)
+            weft_vcore_kick_local();
+        return;
     }
-    weft_spin_lock(&q->lock);
-    push_woken_locked(q, t); /* woken or new: ahead of the paused */
-    weft_spin_unlock(&q->lock); /* t may run, even finish, elsewhere from here on */
-    if (pinned)
-        weft_vcore_wake(v); /* nobody else may run it */
-    else
-        weft_vcore_kick(v);
+    runnable_slow(t);
 }
 
 static void thread_paused_ws(struct weft_uthread *t)
 {
-    int v = home_of(t);
-    struct rq *q = &rqs[v];
-    weft_spin_lock(&q->lock);
-    push_locked(q, t);
-    weft_spin_unlock(&q->lock);
+    struct vq *q = &vqs[L(t)->vcore]; /* vcore context of the vcore it ran on */
+    queue_here(q, t, true);
+    if (!solo && !pinned(t))
+        weft_vcore_kick_local();
 }
 
-/* thread_yield_ws(): t to the back, the front out, under one lock (the
- * length does not change). */
-static struct weft_uthread *thread_yield_ws(struct weft_uthread *t)
+/* poked_ws(): a thief wants our next: make it stealable. */
+static void poked_ws(void)
 {
-    struct rq *q = &rqs[weft_uthread_link(t)->vcore]; /* it just ran here */
-    struct weft_uthread *n = take_next(q);
-    if (n) { /* someone woken here runs before the yielder gets back */
-        weft_spin_lock(&q->lock);
-        push_locked(q, t);
-        weft_spin_unlock(&q->lock);
-        return n;
+    struct vq *q = &vqs[weft_vcore_id()];
+    struct weft_uthread *t = atomic_load_explicit(&q->next, memory_order_relaxed);
+    if (t) {
+        atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
+        queue_here(q, t, false);
     }
-    weft_spin_lock(&q->lock);
-    struct weft_uthread *next = q->head;
-    if (next) {
-        if (q->wtail == next)
-            q->wtail = NULL;
-        weft_uthread_link(t)->next = NULL;
-        weft_uthread_link(q->tail)->next = t;
-        q->head = weft_uthread_link(next)->next ? weft_uthread_link(next)->next : t;
-        q->tail = t;
-    }
-    weft_spin_unlock(&q->lock);
-    return next ? next : t;
 }
 
 static int init_ws(int nvcores)
 {
-    rqs = aligned_alloc(64, sizeof *rqs * (size_t)nvcores);
-    lones = aligned_alloc(64, sizeof *lones * (size_t)nvcores);
-    if (!rqs || !lones) {
-        free(rqs);
-        free(lones);
+    vqs = aligned_alloc(64, sizeof *vqs * (size_t)nvcores);
+    if (!vqs)
         return ENOMEM;
-    }
     for (int i = 0; i < nvcores; i++) {
-        rqs[i].lock = (weft_spinlock_t)WEFT_SPINLOCK_INIT;
-        atomic_init(&rqs[i].len, 0);
-        lones[i] = (struct lone){ .victim = -1 };
-        rqs[i].head = rqs[i].tail = rqs[i].wtail = NULL;
-        atomic_init(&rqs[i].next, NULL);
-        rqs[i].chain = rqs[i].wchain = 0;
+        struct vq *q = &vqs[i];
+        atomic_init(&q->next, NULL);
+        q->chain = q->wchain = 0;
+        q->inject_tick = INJECT_EVERY;
+        q->pin_turn = false;
+        q->pinned = (struct list){ NULL, NULL };
+        q->poke_victim = -1;
+        q->poke_rounds = 0;
+        q->poke_decisions = 0;
+        for (int c = W; c <= P; c++) {
+            atomic_init(&q->ring[c].head, 0);
+            atomic_init(&q->ring[c].tail, 0);
+            q->spill[c] = (struct spill){ NULL, 0, 0, 0 };
+        }
+        q->inbox_lock = (weft_spinlock_t)WEFT_SPINLOCK_INIT;
+        q->inbox = (struct list){ NULL, NULL };
+        atomic_init(&q->inbox_has, false);
     }
-    nrq = nvcores;
+    inj.lock = (weft_spinlock_t)WEFT_SPINLOCK_INIT;
+    inj.l = (struct list){ NULL, NULL };
+    atomic_init(&inj.len, 0);
+    nvq = nvcores;
+    solo = nvcores == 1;
     return 0;
 }
 
 static void fini_ws(void)
 {
-    free(rqs);
-    free(lones);
-    rqs = NULL;
-    lones = NULL;
-    nrq = 0;
+    for (int i = 0; i < nvq; i++)
+        for (int c = W; c <= P; c++)
+            free(vqs[i].spill[c].v);
+    free(vqs);
+    vqs = NULL;
+    nvq = 0;
 }
 
 const struct weft_sched_ops weft__sched_ws = {
@@ -404,5 +666,6 @@ const struct weft_sched_ops weft__sched_ws = {
     .sched_entry = sched_entry_ws,
     .thread_runnable = thread_runnable_ws,
     .thread_paused = thread_paused_ws,
-    .thread_yield = thread_yield_ws,
+    .take_local = take_local_ws,
+    .poked = poked_ws,
 };

@@ -38,6 +38,26 @@ weft__ctx_save_and_call:
     .cfi_endproc
     .size   weft__ctx_save_and_call, .-weft__ctx_save_and_call
 
+/* void weft__ctx_switch(ctx *save, void *to_sp, void (*fn)(void*), void *arg)
+ * Saves the caller in *save, moves to the saved (or made) context whose
+ * stack pointer is to_sp, calls fn(arg) there below its frame, then resumes
+ * that context. */
+    .globl  weft__ctx_switch
+    .hidden weft__ctx_switch
+    .type   weft__ctx_switch, %function
+    .p2align 4
+weft__ctx_switch:
+    .cfi_startproc
+    SAVE_FRAME
+    mov     x9, sp
+    str     x9, [x0]
+    mov     sp, x1              /* frames are 16-byte aligned */
+    mov     x0, x3
+    blr     x2
+    b       weft__ctx_resume_sp
+    .cfi_endproc
+    .size   weft__ctx_switch, .-weft__ctx_switch
+
 /* void weft__ctx_restore(ctx *ctx) */
     .globl  weft__ctx_restore
     .hidden weft__ctx_restore
@@ -47,6 +67,7 @@ weft__ctx_restore:
     .cfi_startproc
     ldr     x9, [x0]
     mov     sp, x9
+weft__ctx_resume_sp:            /* sp at a saved frame: resume it */
     ldp     x19, x20, [sp, #0]
     ldp     x21, x22, [sp, #16]
     ldp     x23, x24, [sp, #32]
@@ -58,8 +79,11 @@ weft__ctx_restore:
     ldp     d12, d13, [sp, #128]
     ldp     d14, d15, [sp, #144]
     ldr     x9, [sp, #160]
+    mrs     x10, fpcr           /* write FPCR only when it differs: msr may serialize */
+    cmp     x9, x10
+    b.eq    1f
     msr     fpcr, x9
-    add     sp, sp, #176
+1:  add     sp, sp, #176
     ret
     .cfi_endproc
     .size   weft__ctx_restore, .-weft__ctx_restore

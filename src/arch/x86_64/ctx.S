@@ -31,6 +31,45 @@ weft__ctx_save_and_call:
     .cfi_endproc
     .size   weft__ctx_save_and_call, .-weft__ctx_save_and_call
 
+/* void weft__ctx_switch(ctx *save, void *to_sp, void (*fn)(void*), void *arg)
+ * Saves the caller in *save as weft__ctx_save_and_call does, moves to the
+ * stack of a context saved there (or made by weft__ctx_make) whose stack
+ * pointer is to_sp, calls fn(arg) on that stack below its saved frame, and,
+ * when fn returns, resumes that context.
+ *
+ * The FP control state is restored only when it differs from ours: the
+ * ABI makes MXCSR's control bits (6-15) and the x87 control word
+ * callee-saved, MXCSR's status flags (0-5) caller-saved, and ldmxcsr/fldcw
+ * cost more than the rest of the switch. Both words are compared through
+ * loads of the size they were stored with (store forwarding). */
+    .globl  weft__ctx_switch
+    .hidden weft__ctx_switch
+    .type   weft__ctx_switch, @function
+    .p2align 4
+weft__ctx_switch:
+    .cfi_startproc
+    pushq   %rbp
+    pushq   %rbx
+    pushq   %r12
+    pushq   %r13
+    pushq   %r14
+    pushq   %r15
+    subq    $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw  4(%rsp)
+    movq    %rsp, (%rdi)
+    movl    (%rsp), %r12d       /* ours, to compare (r12-r15: saved, free now) */
+    movzwl  4(%rsp), %r13d
+    movq    %rsi, %rsp
+    movq    %rsi, %rbx          /* callee-saved: the frame to resume, across fn */
+    andq    $-16, %rsp          /* a made context is 8 mod 16 */
+    movq    %rcx, %rdi
+    callq   *%rdx
+    movq    %rbx, %rsp
+    jmp     .Lresume
+    .cfi_endproc
+    .size   weft__ctx_switch, .-weft__ctx_switch
+
 /* void weft__ctx_restore(ctx *ctx) */
     .globl  weft__ctx_restore
     .hidden weft__ctx_restore
@@ -38,9 +77,19 @@ weft__ctx_save_and_call:
     .p2align 4
 weft__ctx_restore:
     .cfi_startproc
+    stmxcsr -8(%rsp)            /* ours, in the red zone of the stack we leave */
+    fnstcw  -4(%rsp)
+    movl    -8(%rsp), %r12d
+    movzwl  -4(%rsp), %r13d
     movq    (%rdi), %rsp
-    ldmxcsr (%rsp)
-    fldcw   4(%rsp)
+.Lresume:                       /* rsp at a saved frame; r12d/r13d: our MXCSR, x87 CW */
+    movl    (%rsp), %eax
+    xorl    %r12d, %eax
+    testl   $0xffc0, %eax
+    jne     .Lfpctl
+    cmpw    4(%rsp), %r13w
+    jne     .Lfpctl
+.Lpop:
     addq    $8, %rsp
     popq    %r15
     popq    %r14
@@ -49,6 +98,10 @@ weft__ctx_restore:
     popq    %rbx
     popq    %rbp
     ret
+.Lfpctl:
+    ldmxcsr (%rsp)
+    fldcw   4(%rsp)
+    jmp     .Lpop
     .cfi_endproc
     .size   weft__ctx_restore, .-weft__ctx_restore
 
