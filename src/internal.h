@@ -116,6 +116,8 @@ struct weft__vcore {
                                         handed to thread_paused if another runs */
     unsigned lone_yields;            /* yields that found nothing local, to pace steals */
     uint64_t id_next, id_end;        /* a block of uthread ids for spawns here */
+    _Atomic int npinned;             /* live uthreads spawned WEFT_PINNED to this vcore:
+                                        spawners add, the exits (here) subtract */
     _Atomic int idle;                /* enum weft__idle; written by this vcore only */
     int *errno_addr;                 /* this kernel thread's errno: uthreads' errno is
                                         saved from and restored to it by vcore context */

@@ -305,6 +305,8 @@ static _Noreturn void uthread_finish(struct weft_uthread *ut, void *result)
 {
     ut->result = result;
     struct weft__vcore *vc = weft__vc();
+    if (WEFT__UNLIKELY(ut->link.flags & WEFT_PINNED) && !ut->notif_pinned)
+        atomic_fetch_sub_explicit(&vc->npinned, 1, memory_order_relaxed);
     struct weft_uthread *next = local_next(vc);
     vc->cb = exit_cb;
     vc->cb_arg = NULL;
@@ -390,6 +392,8 @@ int weft_spawn(weft_t *out, const weft_attr_t *attr, void *(*fn)(void *), void *
     weft__ctx_make(&t->ctx, t->stack_lo + t->stack_size, uthread_start, t);
     atomic_store_explicit(&t->state, WEFT__BLOCKED, memory_order_relaxed);
     atomic_fetch_add(WEFT__AT(&weft__rt.live), 1);
+    if (a.flags & WEFT_PINNED) /* its vcore stays responsive (vcore_idle) */
+        atomic_fetch_add_explicit(&weft__rt.vcores[a.vcore].npinned, 1, memory_order_relaxed);
     if (out)
         *out = t; /* before it can run: it may read the handle, or finish */
     weft_uthread_runnable(t);

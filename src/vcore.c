@@ -699,15 +699,20 @@ static WEFT__NOINLINE void vcore_idle(struct weft__vcore *vc)
     }
     bool io = atomic_load_explicit(&weft__io_nwaiting, memory_order_relaxed) > 0;
     if (idle_of(vc) == WEFT__BUSY) {
-        /* Go's rule: at most half of the vcores that are not parked spin,
-         * so idle vcores do not crowd the busy ones' queues. One that may
-         * not spin parks at once (after the re-check of step 3). */
+        /* Go's rule: at most half of the vcores that are not parked spin
+         * the full WEFT_SPIN_NS, so idle vcores do not crowd the busy ones'
+         * queues. One over that spins a tenth of it, short enough that a
+         * crowd of idle vcores stops probing soon. A vcore with pinned
+         * uthreads spins in full anyway: work only it may run comes back to
+         * it (a pinned uthread's partner answering), and a futex wake-up
+         * costs more than the spin. */
         int spinning = atomic_load_explicit(&weft__rt.nspinning, memory_order_relaxed);
         int awake = weft__rt.nvcores - atomic_load_explicit(&weft__rt.nparked, memory_order_relaxed);
+        bool full = 2 * spinning < awake || atomic_load_explicit(&vc->npinned, memory_order_relaxed);
         set_idle(vc, WEFT__SPINNING);
         atomic_fetch_add(&weft__rt.nspinning, 1);
         weft__stat_add(&vc->st.shared_rmw, 1);
-        vc->spin_until = weft__now_ns() + (2 * spinning < awake ? weft__spin_ns : 0);
+        vc->spin_until = weft__now_ns() + (full ? weft__spin_ns : weft__spin_ns / 10);
         if (io)
             weft__io_poll(0); /* the work we ran out of may be waiting on I/O */
         return;

@@ -24,6 +24,7 @@ struct ring_args {
     size_t n, threads;      /* N, T */
     uint64_t rounds;        /* M */
     const char *extra;      /* the value of the extra option, or its default */
+    const char *extra2;     /* the value of the second extra option, or its default */
 };
 
 /* What a program tells ring_args_parse(). */
@@ -31,6 +32,8 @@ struct ring_cli {
     const char *usage;       /* the usage line after the program name */
     const char *extra_opt;   /* e.g. "--sync", or NULL for none */
     const char *extra_dflt;  /* its default value */
+    const char *extra2_opt;  /* a second one, or NULL */
+    const char *extra2_dflt;
     const char *no_workers;  /* why --workers is refused */
 };
 
@@ -64,6 +67,7 @@ static void ring_args_parse(int argc, char **argv, const struct ring_cli *cli,
 {
     const char *argv0 = argv[0], *sn = NULL, *st = NULL, *sm = NULL;
     ra->extra = cli->extra_dflt;
+    ra->extra2 = cli->extra2_dflt;
     for (int a = 1; a < argc; a++) {
         const char *opt = argv[a], *eq = strchr(opt, '=');
         size_t len = eq ? (size_t)(eq - opt) : strlen(opt);
@@ -77,6 +81,9 @@ static void ring_args_parse(int argc, char **argv, const struct ring_cli *cli,
         else if (cli->extra_opt && len == strlen(cli->extra_opt) &&
                  strncmp(opt, cli->extra_opt, len) == 0)
             dst = &ra->extra;
+        else if (cli->extra2_opt && len == strlen(cli->extra2_opt) &&
+                 strncmp(opt, cli->extra2_opt, len) == 0)
+            dst = &ra->extra2;
         else if (len == 9 && strncmp(opt, "--workers", 9) == 0)
             ring_usage(argv0, cli, cli->no_workers, opt);
         else

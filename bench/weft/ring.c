@@ -26,12 +26,19 @@
  *     one for "not full" (the sender waits); each side signals after
  *     unlocking, unconditionally, as the textbook bounded buffer does.
  *
- * Placement: vcores come from WEFT_VCORES (default: all CPUs; --workers is
- * rejected, as for Go's GOMAXPROCS). Ring r is spawned on vcore r % vcores
- * (WEFT_ON_VCORE): a ring's uthreads only talk to each other, so keeping a
- * ring on one vcore is the natural placement (no cross-vcore wake-ups);
- * work stealing may still move them when a vcore runs dry. Stacks are the
- * runtime default (WEFT_STACK_SIZE, 256 KiB, committed lazily).
+ * Placement (--placement): vcores come from WEFT_VCORES (default: all CPUs;
+ * --workers is rejected, as for Go's GOMAXPROCS).
+ *   default (impl=weft): weft_spawn with no attributes, as a user writes it:
+ *     the runtime places the uthreads (spawned from main, they go to the
+ *     shared injection queue and the vcores take shares of it; wake-ups then
+ *     gather each ring on its waker's vcore, stealing spreads the rest).
+ *   placed (impl=weft-placed): ring r is spawned on vcore r % vcores
+ *     (WEFT_ON_VCORE), which no peer can express: the natural placement of
+ *     rings whose uthreads only talk to each other.
+ * Stacks are the runtime default (WEFT_STACK_SIZE, 256 KiB, committed
+ * lazily). After the run it prints, per message, the run-wide atomic RMWs
+ * the vcores counted (weft_stats shared_rmw) and the share of decisions
+ * that were direct hand-offs.
  *
  * Timing: main (a plain kernel thread, not a uthread) spawns every uthread
  * first; the non-originators park on their empty slots, and the originator of
@@ -52,6 +59,7 @@
 #include "ring_args.h"
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <unistd.h>
 #include <weft/weft.h>
@@ -232,9 +240,12 @@ static void *cond_thread(void *arg)
 /* ---- command line ------------------------------------------------------------ */
 
 static const struct ring_cli cli = {
-    .usage = "--n N --threads T --rounds M [--sync park|condvar]   (vcores: WEFT_VCORES)",
+    .usage = "--n N --threads T --rounds M [--sync park|condvar] [--placement default|placed]"
+             "   (vcores: WEFT_VCORES)",
     .extra_opt = "--sync",
     .extra_dflt = "park",
+    .extra2_opt = "--placement",
+    .extra2_dflt = "default",
     .no_workers = "%s: weft takes its vcores from WEFT_VCORES, not --workers",
 };
 
@@ -251,9 +262,17 @@ int main(int argc, char **argv)
         g.sync = SYNC_CONDVAR;
     else
         ring_usage(argv[0], &cli, "bad value for %s (park or condvar)", "--sync");
+    bool placed;
+    if (strcmp(ra.extra2, "default") == 0)
+        placed = false;
+    else if (strcmp(ra.extra2, "placed") == 0)
+        placed = true;
+    else
+        ring_usage(argv[0], &cli, "bad value for %s (default or placed)", "--placement");
     g.rings = g.threads / g.n;
 
-    const char *impl = g.sync == SYNC_PARK ? "weft" : "weft-condvar";
+    const char *impl = g.sync == SYNC_PARK ? (placed ? "weft-placed" : "weft")
+                                           : (placed ? "weft-condvar-placed" : "weft-condvar");
     void *(*fn)(void *) = g.sync == SYNC_PARK ? park_thread : cond_thread;
     g.box_size = g.sync == SYNC_PARK ? sizeof(struct park_box) : sizeof(struct cond_box);
     g.ring_stride = (g.n * g.box_size + 63) & ~(size_t)63;
@@ -279,9 +298,11 @@ int main(int argc, char **argv)
     int nv = weft_num_vcores();
     bench_check_rc(weft_wg_add(&g.rings_left, (int)g.rings)); /* T <= INT_MAX */
 
-    /* Spawn everything (untimed). Ring r starts on vcore r % nv. */
+    /* Spawn everything (untimed). Placed: ring r starts on vcore r % nv. */
     for (size_t r = 0; r < g.rings; r++) {
-        weft_attr_t attr = { .flags = WEFT_ON_VCORE, .vcore = (int)(r % (size_t)nv) };
+        weft_attr_t attr = { 0 };
+        if (placed)
+            attr = (weft_attr_t){ .flags = WEFT_ON_VCORE, .vcore = (int)(r % (size_t)nv) };
         for (size_t i = 0; i < g.n; i++) {
             size_t idx = r * g.n + i;
             weft_t *self = (weft_t *)box_at(r, i); /* self is the first field of both */
@@ -297,6 +318,10 @@ int main(int argc, char **argv)
         }
     }
 
+    struct weft_vcore_stats st0[256], st1[256];
+    int nst = nv < 256 ? nv : 256;
+    for (int v = 0; v < nst; v++)
+        bench_check_rc(weft_stats(v, &st0[v]));
     uint64_t t0 = bench_now_ns();
     if (g.sync == SYNC_PARK)
         park_send(box_at(0, 0), GATE_TOKEN);
@@ -304,6 +329,13 @@ int main(int argc, char **argv)
         cond_send(box_at(0, 0), GATE_TOKEN);
     bench_check_rc(weft_wg_wait(&g.rings_left));
     uint64_t t1 = bench_now_ns();
+    uint64_t rmw = 0, dec = 0, hand = 0;
+    for (int v = 0; v < nst; v++) {
+        bench_check_rc(weft_stats(v, &st1[v]));
+        rmw += st1[v].shared_rmw - st0[v].shared_rmw;
+        dec += st1[v].decisions - st0[v].decisions;
+        hand += st1[v].handoffs - st0[v].handoffs;
+    }
 
     uint64_t sends = 0, want = (uint64_t)g.threads * g.rounds, short_threads = 0;
     for (size_t r = 0; r < g.rings; r++)
@@ -329,7 +361,13 @@ int main(int argc, char **argv)
     bench_result("ring", impl, param, (double)want / (secs > 0 ? secs : 1e-9), "msg/s");
     bench_note(impl, "n=%zu threads=%zu rounds=%llu seconds=%.6f messages=%llu", g.n, g.threads,
                (unsigned long long)g.rounds, secs, (unsigned long long)want);
-    bench_note(impl, "vcores=%d ring r on vcore r%%%d (WEFT_ON_VCORE)", nv, nv);
+    if (placed)
+        bench_note(impl, "vcores=%d ring r on vcore r%%%d (WEFT_ON_VCORE)", nv, nv);
+    else
+        bench_note(impl, "vcores=%d default placement", nv);
+    bench_note(impl, "shared_rmw_per_msg=%.4f handoff_share=%.3f decisions_per_msg=%.3f",
+               (double)rmw / (double)want, dec ? (double)hand / (double)dec : 0.0,
+               (double)dec / (double)want);
     free(g.boxes);
     return 0;
 }
