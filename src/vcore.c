@@ -7,41 +7,74 @@
  *                mask, created by weft_init(). The kernel sees only these.
  * uthread        a user-level thread: a saved context, a stack, a state.
  * vcore context  what a vcore runs between uthreads: this file's loop, the
- *                scheduler's ops, weft_uthread_yield() callbacks, timer
- *                callbacks. It runs on the vcore's own small stack, always
- *                entered at the top (nothing is restored), and is never
- *                interrupted by weft. It never runs application code.
+ *                scheduler's ops, timer callbacks, event handlers. It runs
+ *                on the vcore's own small stack, always entered at the top
+ *                (nothing is restored), and is never interrupted by weft. It
+ *                never runs application code but its callbacks.
  * scheduler      a const struct weft_sched_ops (src/sched/): it owns runnable
- *                uthreads and picks the next one in sched_entry().
+ *                uthreads and picks the next one (take_local, sched_entry).
+ * local work     what the scheduler can hand this vcore without stealing or
+ *                waiting: its own queues (ops->take_local).
  *
  * How a uthread stops running
  * ---------------------------
- * Every switch goes through vcore context. weft_uthread_yield(cb, arg) saves
- * the uthread's registers on its own stack, jumps to the top of the vcore
- * stack and calls cb(uthread, arg) there. Only from that moment may another
- * vcore touch the uthread, so a blocking primitive can queue itself while
- * holding its queue's spinlock and let cb release the lock: a waker cannot
- * see the uthread before its context is saved, and no "about to sleep" flag
- * is needed to avoid lost wake-ups. After cb, vcore context asks the
- * scheduler for the next uthread (sched_entry), which calls
- * weft_run_uthread(), which restores it. Rejected: switching uthread to
- * uthread directly (saves one stack switch, but then the next uthread would
- * run before the previous one is safely queued, and every primitive would
- * need the flag dance); ucontext (a signal-mask syscall per switch).
+ * weft_uthread_yield(cb, arg) (and weft_park, weft_yield, exit, which are
+ * the same with their own callbacks) saves the uthread's registers on its
+ * own stack, leaves that stack, and only then calls cb(uthread, arg). From
+ * that moment another vcore may touch the uthread, so a blocking primitive
+ * queues itself while holding its queue's spinlock and lets cb release the
+ * lock: a waker cannot see the uthread before its context is saved, and no
+ * "about to sleep" flag is needed against lost wake-ups. Where cb runs:
+ *   1. The direct hand-off (uthread.c, handoff): the scheduler names the
+ *      next local uthread first (ops->take_local); weft__ctx_switch saves
+ *      the current one, moves to the next one's stack and runs cb there,
+ *      below the next one's saved frame, with vc->current NULL (so it runs
+ *      under vcore-context rules: a notification defers, weft_self() is
+ *      NULL); then the next uthread resumes. One save, one restore, calls
+ *      and returns that pair up (the CPU's return-stack predictor stays
+ *      right), and no run-wide state is written.
+ *   2. Through vcore context: when the scheduler has no local successor,
+ *      when chores are due (events, alarms, the paced poll), or when the
+ *      scheduler has no take_local op: the uthread is saved, the vcore
+ *      stack entered at its top, cb runs there, and the loop below picks
+ *      (sched_entry steals) or idles. Preemption always comes this way.
+ * Rejected: ucontext (a signal-mask syscall per switch); running cb before
+ * the save (the next uthread would run before the previous one is safely
+ * queued, and every primitive would need the flag dance); always going
+ * through vcore context (two half-switches and six calls that never
+ * return per block: the return-stack predictor then mispredicts the
+ * resumed uthread's returns).
+ *
+ * Where runnable uthreads go is the scheduler's business; the default one
+ * (sched/ws.c) keeps each vcore's work on owner-only queues and a `next`
+ * slot that a waker on the same vcore fills without an atomic RMW, and
+ * sends a woken uthread to its waker's vcore (Go's runnext, tokio's LIFO
+ * slot). The core only promises the protocol below.
  *
  * Idle vcores: spinning and parking
  * ---------------------------------
  * A vcore with nothing to run first *spins*: it keeps calling sched_entry
- * (which steals) for weft__spin_ns, then *parks* on its futex park_word. Two
- * counters keep wake-ups cheap and exact:
+ * (which steals) until weft__spin_ns have passed, then *parks* on its futex
+ * park_word. At most half of the vcores that are not parked spin that long
+ * (Go's rule: idle vcores must not crowd the busy ones' queues); one over
+ * it spins a tenth as long, and one with pinned uthreads (their work comes
+ * back to it only) the full time. Two counters keep wake-ups cheap and
+ * exact, read on the wake path and written only when a vcore changes
+ * between busy, spinning and parked:
  *   rt.nspinning  vcores spinning, plus vcores woken and not yet running;
  *   rt.nparked    vcores on the idle list.
  * The protocol (Go's, in runtime/proc.go, adapted):
- *   1. Whoever makes work runnable queues it, then calls weft_vcore_kick().
- *      kick: after a full fence, if nparked == 0 or nspinning != 0, return:
- *      a spinner will find the work. Otherwise CAS nspinning 0 -> 1 (only one
- *      kicker wins), take one vcore off the idle list (the hinted one if it
- *      is parked) and wake it; it counts as the spinner the kicker created.
+ *   1. Whoever makes work runnable where a parked vcore may be the only one
+ *      to look (a shared queue, another vcore's inbox) queues it, then
+ *      calls weft_vcore_kick(): after a full fence, if nparked == 0 or
+ *      nspinning != 0, return: a spinner will find the work. Otherwise CAS
+ *      nspinning 0 -> 1 (only one kicker wins), take one vcore off the idle
+ *      list (the hinted one if it is parked) and wake it; it counts as the
+ *      spinner the kicker created. Work queued on the caller's own queues
+ *      uses weft_vcore_kick_local(): the same test without the fence, since
+ *      the caller looks at its own queues before it can park (a kick lost
+ *      to a vcore parking that instant leaves the work to its busy owner,
+ *      never stranded).
  *   2. A spinning vcore that finds work leaves the spinning count; if it was
  *      the last spinner it kicks again, so a burst of work fans out to
  *      parked vcores one at a time instead of all at once (no thundering
@@ -56,18 +89,20 @@
  *      only the first uthread it finds. (If a kicker already took us off
  *      the list, we accept being its spinner and leave as step 2 says.) So
  *      no wake-up is lost and none is counted twice.
- *   4. Work only one vcore may run (a WEFT_PINNED uthread) uses
- *      weft_vcore_wake(id), which wakes that vcore even if others spin.
- * One parked vcore at a time sleeps with a timeout: the nearest timer
- * deadline (rt.timer_sleeper). A new timer due earlier wakes it, or wakes a
- * parked vcore to take the job if nobody has it. Busy vcores run due timers
- * at every scheduling decision. (The I/O poller will take this role.)
+ *   4. Work only one vcore may run (a WEFT_PINNED uthread, a uthread placed
+ *      in its inbox) uses weft_vcore_wake(id), which wakes that vcore even
+ *      if others spin.
+ * One parked vcore at a time holds the duty (rt.timer_sleeper): it sleeps
+ * until the nearest alarm deadline of all heaps, in the poller once any
+ * descriptor is in use. A new alarm due earlier wakes it, or wakes a parked
+ * vcore to take the duty if nobody has it. Busy vcores run their own due
+ * alarms every 16th scheduling decision (weft__chores_due).
  *
- * Invariants relied on here (numbered as in the design brief)
+ * Invariants relied on here (numbered as in docs/ARCHITECTURE.md)
  * 1. A uthread is on at most one queue, and touched by another vcore only
  *    after its context is saved: weft_uthread_runnable() aborts otherwise.
  * 2. Per-vcore state is read through weft__vc(), never a cached TLS address.
- * 4. Vcore context blocks in the kernel only in vcore_park().
+ * 4. Vcore context blocks in the kernel only in vcore_sleep().
  * 5. Spinning is bounded: weft__spin_ns, then park.
  */
 #define _GNU_SOURCE

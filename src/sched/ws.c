@@ -22,7 +22,8 @@
  *  - from a kernel thread that is not a vcore: the injection queue, shared
  *    by all vcores, with a kick.
  *  - WEFT_PINNED to v, or spawned with WEFT_ON_VCORE for v, from anywhere
- *    but v: v's inbox (a locked list only v drains), and v is woken.
+ *    but v: v's inbox (a locked list v drains into its queues), and v is
+ *    woken; thieves may take the unpinned ones from it.
  *    Pinned uthreads queued on their own vcore wait in its private pinned
  *    list: they never enter a ring, so thieves never see them.
  *
@@ -475,8 +476,40 @@ static void watch_next(struct vq *q, int v)
     }
 }
 
+/* inbox_grab() takes the unpinned uthreads from v's inbox (placed there at
+ * spawn for v, which has not got to them): runs the first, queues the rest
+ * on q's woken ring. */
+static struct weft_uthread *inbox_grab(struct vq *v, struct vq *q)
+{
+    struct weft_uthread *first = NULL, *t, *prev = NULL;
+    weft_spin_lock(&v->inbox_lock);
+    for (t = v->inbox.head; t;) {
+        struct weft_uthread *n = L(t)->next;
+        if (pinned(t)) {
+            prev = t;
+        } else {
+            if (prev)
+                L(prev)->next = n;
+            else
+                v->inbox.head = n;
+            if (v->inbox.tail == t)
+                v->inbox.tail = prev;
+            if (!first)
+                first = t;
+            else
+                q_push(q, W, t);
+        }
+        t = n;
+    }
+    atomic_store_explicit(&v->inbox_has, v->inbox.head != NULL, memory_order_relaxed);
+    weft_spin_unlock(&v->inbox_lock);
+    weft_sched_note_shared(1);
+    return first;
+}
+
 /* steal(): every other vcore once, from a random one on: half of the first
- * ring found with work (woken first, then paused). */
+ * ring found with work (woken first, then paused), or what was placed in
+ * its inbox and not pinned. */
 static struct weft_uthread *steal(int me)
 {
     if (nvq < 2)
@@ -495,6 +528,8 @@ static struct weft_uthread *steal(int me)
             t = ring_grab(vq, q, W);
         if (!t && ring_len(&vq->ring[P]))
             t = ring_grab(vq, q, P);
+        if (!t && atomic_load_explicit(&vq->inbox_has, memory_order_relaxed))
+            t = inbox_grab(vq, q);
         if (t)
             return t;
         if (!parking && atomic_load_explicit(&vq->next, memory_order_relaxed) &&
