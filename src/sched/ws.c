@@ -448,12 +448,45 @@ static inline struct weft_uthread *take(int me)
     return t ? t : take_slow(q);
 }
 
-static struct weft_uthread *take_local_ws(int me)
+static __attribute__((noinline)) struct weft_uthread *take_local_slow(struct vq *q)
 {
-    struct weft_uthread *t = take(me);
+    struct weft_uthread *t = take_slow(q);
     if (t)
         L(t)->sched_flags |= WS_RAN; /* ours until it runs */
     return t;
+}
+
+/* take_local_ws() is take() with its two common cases inline and no stack
+ * frame: next within its chain (a hand-off), or, with next and the woken
+ * ring empty, the front of the paused ring (a yield). A uthread found in
+ * next or the paused ring has run before (WS_RAN is set). */
+static struct weft_uthread *take_local_ws(int me)
+{
+    struct vq *q = &vqs[me];
+    struct weft_uthread *t = atomic_load_explicit(&q->next, memory_order_relaxed);
+    if (__builtin_expect(--q->inject_tick == 0, 0) || __builtin_expect(q->pinned.head != NULL, 0) ||
+        __builtin_expect(atomic_load_explicit(&q->inbox_has, memory_order_relaxed), 0))
+        return take_local_slow(q);
+    if (t) {
+        if (__builtin_expect(q->chain >= NEXT_CHAIN, 0))
+            return take_local_slow(q);
+        atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
+        q->chain++;
+        q->wchain++;
+        return t;
+    }
+    if (solo && q->spill[P].n == 0) {
+        struct ring *w = &q->ring[W], *p = &q->ring[P];
+        uint32_t ph = atomic_load_explicit(&p->head, memory_order_relaxed);
+        if (atomic_load_explicit(&w->head, memory_order_relaxed) ==
+                atomic_load_explicit(&w->tail, memory_order_relaxed) &&
+            ph != atomic_load_explicit(&p->tail, memory_order_relaxed)) {
+            q->chain = q->wchain = 0;
+            atomic_store_explicit(&p->head, ph + 1, memory_order_relaxed);
+            return atomic_load_explicit(&q->buf[P][ph & RING_MASK], memory_order_relaxed);
+        }
+    }
+    return take_local_slow(q);
 }
 
 /* watch_next() is a thief looking at victim v, which has nothing stealable
