@@ -11,8 +11,10 @@ import (
 )
 
 // benchRing is the ring benchmark (one contract for weft and all its peers,
-// weft issue 4): T goroutines form T/N rings of N, each reading from an
-// unbuffered chan int (its inbox) and writing to its right neighbour's. In
+// bench/README.md): T goroutines form T/N rings of N, each reading from a
+// chan int of capacity 1 (its inbox: the one-slot mailbox of the contract,
+// where a send waits only while the slot is full, not for the receiver)
+// and writing to its right neighbour's. In
 // round r the goroutine with index r%N in its ring sends 1 and waits for the
 // token to come back; the others add 1 and pass it on, so the originator must
 // get N back. Rings run independently. GOMAXPROCS comes from the environment
@@ -36,12 +38,12 @@ func benchRing(args []string) {
 	for range threads / n {
 		// Goroutine i reads from in and writes to the next one's inbox; the
 		// last writes to the first's.
-		first := make(chan int)
+		first := make(chan int, 1)
 		in := first
 		for i := range n {
 			out := first
 			if i < n-1 {
-				out = make(chan int)
+				out = make(chan int, 1)
 			}
 			go r.member(i, in, out)
 			in = out
