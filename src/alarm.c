@@ -21,9 +21,14 @@
  * REARM, back onto a heap. So one alarm's callbacks never overlap, and a
  * start during a callback (a periodic alarm) takes effect when it returns.
  * Stop removes an ARMED alarm under its heap's lock; turns REARM into FIRING
- * (that arming will not fire: true); and, unless called from the callback
- * itself, waits for a running callback to return, so the caller may free
- * the alarm afterwards.
+ * (that arming will not fire: true); and, from a uthread or an outside
+ * thread, waits for a running callback to return, so the caller may free
+ * the alarm afterwards: it spins a little, then sets A_WAITED and sleeps on
+ * the state word, which the runner wakes by address after it leaves FIRING
+ * (the one CAS it does anyway fails only then). Vcore context never waits
+ * (its own callback, or another's: two callbacks that stop each other's
+ * alarms would deadlock), nor for a start in progress (ARMING: that start
+ * wins); a uthread waits that out spinning, then yielding.
  *
  * Lock order: a wait queue's lock may be held while starting an alarm (queue
  * -> heap); callbacks run with the heap lock released, so they may take
@@ -31,12 +36,18 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "internal.h"
 
 enum { A_IDLE = 0, A_ARMED, A_FIRING, A_REARM, A_ARMING };
+/* Added to FIRING or REARM: a stopper sleeps on the state word until the
+ * callback's runner leaves FIRING (and wakes it by address). */
+#define A_WAITED 8
+#define BASE(s) ((s) & ~A_WAITED)
 
 #define STATE(a) ((_Atomic int *)&(a)->state)
 
@@ -142,27 +153,65 @@ void weft__alarm_arm(struct weft_alarm *a)
         weft__panic("an internal alarm was armed twice");
 }
 
+/* Spin iterations a stopper waits for a running callback or a start in
+ * progress before it sleeps (a callback) or yields (a start). */
+#define STOP_SPIN 200
+
+/* stop_when_stopped() is weft_alarm_stop() from a kernel thread outside the
+ * vcores while weft_shutdown() stops them (or after): the heaps are going
+ * away, so wait for shutdown to drop a (IDLE) instead of touching its heap. */
+static bool stop_when_stopped(struct weft_alarm *a)
+{
+    bool was_armed = false;
+    for (int s; (s = atomic_load_explicit(STATE(a), memory_order_acquire)) != A_IDLE;) {
+        was_armed |= BASE(s) != A_FIRING;
+        sched_yield();
+    }
+    return was_armed; /* dropped: its callback never ran */
+}
+
 bool weft_alarm_stop(struct weft_alarm *a)
 {
+    struct weft__vcore *vc = weft__vc();
+    bool outside = vc == NULL;
+    if (outside && weft__outside_enter(WEFT__GATE_USE))
+        return stop_when_stopped(a);
+    /* Vcore context (a callback, an event handler, a scheduler) may not
+     * wait; a uthread (preemptible) and an outside thread may. */
+    bool may_wait = outside || vc->current != NULL;
     bool stopped = false;
+    int spins = 0;
     for (;;) {
         int s = atomic_load_explicit(STATE(a), memory_order_acquire);
         if (s == A_IDLE)
-            return stopped;
-        if (s == A_REARM) { /* cancel the start made during the callback */
-            if (atomic_compare_exchange_strong(STATE(a), &s, A_FIRING))
+            break;
+        if (BASE(s) == A_REARM) { /* cancel the start made during the callback */
+            if (atomic_compare_exchange_strong(STATE(a), &s, A_FIRING | (s & A_WAITED)))
                 stopped = true;
             continue;
         }
-        if (s == A_FIRING) {
-            struct weft__vcore *vc = weft__vc();
-            if (vc && vc->firing == a)
-                return stopped; /* called from a's own callback */
-            weft__cpu_relax(); /* its callback runs on another vcore: short, by contract */
+        if (BASE(s) == A_FIRING) {
+            if ((vc && vc->firing == a) || !may_wait)
+                break; /* its own callback, or vcore context: do not wait */
+            if (spins++ < STOP_SPIN) {
+                weft__cpu_relax(); /* callbacks are short, by contract */
+                continue;
+            }
+            /* Sleep until its runner leaves FIRING (it wakes us by address). */
+            if (s == A_FIRING && !atomic_compare_exchange_strong(STATE(a), &s, A_FIRING | A_WAITED))
+                continue;
+            weft_futex_wait((uint32_t *)(void *)STATE(a), A_FIRING | A_WAITED, WEFT_FOREVER);
             continue;
         }
-        if (s == A_ARMING) {
-            weft__cpu_relax(); /* a start is putting it on a heap: a few instructions */
+        if (s == A_ARMING) { /* a start is putting it on a heap: a few instructions */
+            if (!may_wait)
+                break; /* that start wins: as if it came after this stop */
+            if (spins++ < STOP_SPIN)
+                weft__cpu_relax();
+            else if (outside)
+                sched_yield(); /* the starter may be a kernel thread the kernel preempted */
+            else
+                weft_yield();
             continue;
         }
         struct weft__heap *h = atomic_load_explicit(HEAP(a), memory_order_relaxed);
@@ -175,10 +224,15 @@ bool weft_alarm_stop(struct weft_alarm *a)
             publish_min(h);
         }
         weft__spin_unlock(&h->lock);
-        if (ours)
-            return true; /* ARMED means no callback of a is running */
+        if (ours) {
+            stopped = true; /* ARMED means no callback of a is running */
+            break;
+        }
         /* it fired, or moved heaps, meanwhile: look again */
     }
+    if (outside)
+        weft__outside_leave();
+    return stopped;
 }
 
 /* run_heap() runs h's callbacks due at now; true if it ran any. */
@@ -200,12 +254,24 @@ static bool run_heap(struct weft__vcore *vc, struct weft__heap *h, uint64_t now)
         a->cb(a);
         vc->firing = NULL;
         for (;;) { /* leave FIRING: only we may, so a is alive until we do */
-            int firing = A_FIRING;
-            if (atomic_compare_exchange_strong_explicit(STATE(a), &firing, A_IDLE,
+            int s = A_FIRING;
+            if (atomic_compare_exchange_strong_explicit(STATE(a), &s, A_IDLE,
                                                         memory_order_release, memory_order_relaxed))
                 break;
-            if (arm(a, A_REARM)) /* started during the callback */
+            if (s == (A_FIRING | A_WAITED)) { /* a stopper sleeps */
+                if (atomic_compare_exchange_strong_explicit(STATE(a), &s, A_IDLE,
+                                                            memory_order_release,
+                                                            memory_order_relaxed)) {
+                    weft_futex_wake((uint32_t *)(void *)STATE(a), INT_MAX); /* by address only */
+                    break;
+                }
+                continue;
+            }
+            if (BASE(s) == A_REARM && arm(a, s)) { /* started during the callback */
+                if (s & A_WAITED) /* the stopper finds it ARMED, and stops it */
+                    weft_futex_wake((uint32_t *)(void *)STATE(a), INT_MAX);
                 break;
+            }
             /* a stop turned REARM back into FIRING meanwhile: try again */
         }
         ran = true;
@@ -243,7 +309,7 @@ void weft__heap_fini(struct weft__heap *h)
 {
     /* Alarms still armed at shutdown are dropped without running. */
     for (int i = 0; i < h->n; i++)
-        atomic_store_explicit(STATE(h->v[i]), A_IDLE, memory_order_relaxed);
+        atomic_store_explicit(STATE(h->v[i]), A_IDLE, memory_order_release); /* to a stopper */
     free(h->v);
     h->v = NULL;
     h->n = h->cap = 0;
@@ -266,7 +332,7 @@ int weft_alarm_set_abs(struct weft_alarm *a, uint64_t deadline)
 {
     if (deadline >> 63)
         return EINVAL; /* WEFT_FOREVER too: an alarm that never fires is no alarm */
-    int s = atomic_load_explicit(STATE(a), memory_order_relaxed);
+    int s = BASE(atomic_load_explicit(STATE(a), memory_order_relaxed));
     if (s == A_ARMED || s == A_REARM || s == A_ARMING)
         return EBUSY;
     a->deadline = deadline;
@@ -287,10 +353,10 @@ static int start(struct weft_alarm *a)
 {
     for (;;) {
         int s = atomic_load_explicit(STATE(a), memory_order_acquire);
-        if (s == A_ARMED || s == A_REARM || s == A_ARMING)
+        if (BASE(s) == A_ARMED || BASE(s) == A_REARM || s == A_ARMING)
             return EBUSY;
-        if (s == A_FIRING) {
-            if (atomic_compare_exchange_strong(STATE(a), &s, A_REARM))
+        if (BASE(s) == A_FIRING) {
+            if (atomic_compare_exchange_strong(STATE(a), &s, A_REARM | (s & A_WAITED)))
                 return 0; /* its runner arms it when the callback returns */
             continue;
         }
@@ -303,19 +369,30 @@ int weft_alarm_start(struct weft_alarm *a)
 {
     if (!a->cb || a->deadline == WEFT_FOREVER)
         return EINVAL;
-    int r = weft__ensure_running();
-    if (r)
-        return r;
-    return start(a);
+    bool outside = !weft__vc_at_entry();
+    if (outside) {
+        int r = weft__outside_enter(WEFT__GATE_START);
+        if (r)
+            return r;
+    }
+    int r = start(a);
+    if (outside)
+        weft__outside_leave();
+    return r;
 }
 
 bool weft_alarm_reset_abs(struct weft_alarm *a, uint64_t deadline)
 {
-    if ((deadline >> 63) || !a->cb || weft__ensure_running())
+    if ((deadline >> 63) || !a->cb)
+        return false;
+    bool outside = !weft__vc_at_entry();
+    if (outside && weft__outside_enter(WEFT__GATE_START))
         return false;
     bool stopped = weft_alarm_stop(a);
     a->deadline = deadline;
     start(a); /* IDLE, or FIRING when called from its own callback */
+    if (outside)
+        weft__outside_leave();
     return stopped;
 }
 

@@ -86,28 +86,39 @@ static void attention(struct weft__vcore *vc)
 int weft_vcore_notify(int vcore, unsigned type, uintptr_t payload)
 {
     struct weft__runtime *rt = &weft__rt;
-    if (atomic_load_explicit(&rt->state, memory_order_acquire) != WEFT__RUNNING_RT)
-        return EAGAIN;
-    if (vcore < 0 || vcore >= rt->nvcores || type < WEFT_EV_USER || type >= WEFT_EV_MAX ||
-        !atomic_load_explicit(&handlers[type].fn, memory_order_acquire))
-        return EINVAL;
-    struct weft__vcore *vc = &rt->vcores[vcore];
-    int r = queue_push(vc, type, payload);
-    if (!r)
-        attention(vc);
+    bool outside = !weft__vc_at_entry();
+    if (outside) {
+        int r = weft__outside_enter(WEFT__GATE_USE);
+        if (r)
+            return EAGAIN;
+    }
+    int r = EINVAL;
+    if (vcore >= 0 && vcore < rt->nvcores && type >= WEFT_EV_USER && type < WEFT_EV_MAX &&
+        atomic_load_explicit(&handlers[type].fn, memory_order_acquire)) {
+        struct weft__vcore *vc = &rt->vcores[vcore];
+        r = queue_push(vc, type, payload);
+        if (!r)
+            attention(vc);
+    }
+    if (outside)
+        weft__outside_leave();
     return r;
 }
 
 void weft_vcore_poke(int id)
 {
     struct weft__runtime *rt = &weft__rt;
-    if (atomic_load_explicit(&rt->state, memory_order_acquire) != WEFT__RUNNING_RT || id < 0 ||
-        id >= rt->nvcores || !rt->ops->poked)
+    bool outside = !weft__vc_at_entry();
+    if (outside && weft__outside_enter(WEFT__GATE_USE))
         return;
-    struct weft__vcore *vc = &rt->vcores[id];
-    weft__event_post_bits(vc, 1ull << WEFT__EV_SCHED);
-    weft_sched_note_shared(1);
-    attention(vc);
+    if (id >= 0 && id < rt->nvcores && rt->ops->poked) {
+        struct weft__vcore *vc = &rt->vcores[id];
+        weft__event_post_bits(vc, 1ull << WEFT__EV_SCHED);
+        weft_sched_note_shared(1);
+        attention(vc);
+    }
+    if (outside)
+        weft__outside_leave();
 }
 
 /* ---- handling ---------------------------------------------------------------------- */
@@ -229,9 +240,16 @@ void weft__safe_point_slow(struct weft__vcore *vc)
 int weft_stats(int vcore, struct weft_vcore_stats *out)
 {
     struct weft__runtime *rt = &weft__rt;
-    if (!out || atomic_load_explicit(&rt->state, memory_order_acquire) != WEFT__RUNNING_RT ||
-        vcore < 0 || vcore >= rt->nvcores)
+    if (!out)
         return EINVAL;
+    bool outside = !weft__vc_at_entry();
+    if (outside && weft__outside_enter(WEFT__GATE_USE))
+        return EINVAL;
+    if (vcore < 0 || vcore >= rt->nvcores) {
+        if (outside)
+            weft__outside_leave();
+        return EINVAL;
+    }
     struct weft__vcore *vc = &rt->vcores[vcore];
     *out = (struct weft_vcore_stats){
         .decisions = atomic_load_explicit(&vc->nrun, memory_order_relaxed),
@@ -246,5 +264,7 @@ int weft_stats(int vcore, struct weft_vcore_stats *out)
         .parks = atomic_load_explicit(&vc->st.parks, memory_order_relaxed),
         .shared_rmw = atomic_load_explicit(&vc->st.shared_rmw, memory_order_relaxed),
     };
+    if (outside)
+        weft__outside_leave();
     return 0;
 }

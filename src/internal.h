@@ -214,6 +214,8 @@ struct weft__runtime {
     _Atomic uint64_t next_id;        /* uthread ids */
     _Atomic unsigned spawn_rr;       /* round robin for spawns from outside */
     _Atomic int outside_wakers;      /* non-vcore threads inside weft_uthread_runnable */
+    _Atomic int outside_calls;       /* non-vcore threads admitted by weft__outside_enter */
+    _Atomic bool closing;            /* weft_shutdown has begun: no spawns from outside */
 };
 
 extern struct weft__runtime weft__rt;
@@ -241,9 +243,24 @@ static inline uint64_t weft__now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* weft__ensure_running() starts the runtime with defaults if it is off.
- * Returns 0 or weft_init()'s error. */
-int weft__ensure_running(void);
+/* Outside calls. A kernel thread that is not a vcore enters an exported call
+ * that touches the vcores (spawn, alarm start, notify, poke, stats, the
+ * preemption period) through weft__outside_enter() and leaves it through
+ * weft__outside_leave(); weft_shutdown() refuses new ones and waits for the
+ * admitted ones before it frees anything. Uthreads and vcore context need
+ * neither: shutdown waits for every uthread, and stops the vcores last.
+ * how: WEFT__GATE_USE (the runtime must be running), WEFT__GATE_START (start
+ * it with defaults if it is off), WEFT__GATE_SPAWN (as START, and refused
+ * as soon as a shutdown begins: it waits for the uthreads, and no new one
+ * may join them from outside). Returns 0 (admitted: call leave), EAGAIN
+ * (USE, runtime off), ESHUTDOWN (a shutdown is under way), or weft_init()'s
+ * error. */
+enum { WEFT__GATE_USE, WEFT__GATE_START, WEFT__GATE_SPAWN };
+int weft__outside_enter(int how);
+static inline void weft__outside_leave(void)
+{
+    atomic_fetch_sub_explicit(&weft__rt.outside_calls, 1, memory_order_release);
+}
 
 /* weft__sched_resolve() sets rt->take_local and rt->thread_runnable from
  * rt->ops (uthread.c). */
@@ -437,7 +454,6 @@ void *weft__self_token(void);
 /* ---- I/O hooks for the vcore loop (io/fd.c) ----------------------------------- */
 
 /* Uthreads parked on descriptors or ring operations. */
-extern _Atomic int weft__io_nwaiting;
 /* weft__io_active(): a poller has been started (some descriptor was used). */
 bool weft__io_active(void);
 /* weft__io_poll() waits for I/O until deadline (0 = just look), wakes the

@@ -567,10 +567,14 @@ int weft_set_preempt_period(unsigned us)
         return EINVAL;
     atomic_store(&period_us, us);
     struct weft__runtime *rt = &weft__rt;
-    if (atomic_load_explicit(&rt->state, memory_order_acquire) == WEFT__RUNNING_RT)
+    bool outside = !weft__vc_at_entry();
+    if (!outside || weft__outside_enter(WEFT__GATE_USE) == 0) {
         for (int i = 0; i < rt->nvcores; i++)
             if (atomic_load(&rt->vcores[i].has_timers))
                 arm_tick(&rt->vcores[i], use_ticker() ? 0 : us);
+        if (outside)
+            weft__outside_leave();
+    }
     ticker_poke();
     return 0;
 }

@@ -334,6 +334,8 @@ static void uthread_start(void *arg)
 
 #define KNOWN_FLAGS (WEFT_DETACHED | WEFT_STACK_COPY | WEFT_ON_VCORE | WEFT_PINNED)
 
+static int spawn_on(weft_t *out, const weft_attr_t *ap, void *(*fn)(void *), void *arg);
+
 int weft_spawn(weft_t *out, const weft_attr_t *attr, void *(*fn)(void *), void *arg)
 {
     weft_attr_t a = { 0 };
@@ -344,9 +346,21 @@ int weft_spawn(weft_t *out, const weft_attr_t *attr, void *(*fn)(void *), void *
         return EINVAL;
     if (a.flags & WEFT_STACK_COPY)
         return ENOTSUP;
-    int r = weft__ensure_running();
+    if (weft__vc_at_entry()) /* a uthread or vcore context: the runtime runs */
+        return spawn_on(out, &a, fn, arg);
+    int r = weft__outside_enter(WEFT__GATE_SPAWN);
     if (r)
         return r;
+    r = spawn_on(out, &a, fn, arg);
+    weft__outside_leave();
+    return r;
+}
+
+/* spawn_on() is weft_spawn() once the arguments are checked and the runtime
+ * is known to run until it returns. */
+static int spawn_on(weft_t *out, const weft_attr_t *ap, void *(*fn)(void *), void *arg)
+{
+    weft_attr_t a = *ap;
     bool placed = a.flags & (WEFT_ON_VCORE | WEFT_PINNED);
     if (placed && (a.vcore < 0 || a.vcore >= weft__rt.nvcores))
         return EINVAL;

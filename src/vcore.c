@@ -921,12 +921,25 @@ out:
     return r;
 }
 
-int weft__ensure_running(void)
+int weft__outside_enter(int how)
 {
-    if (atomic_load_explicit(&weft__rt.state, memory_order_acquire) == WEFT__RUNNING_RT)
-        return 0;
-    int r = weft_init(NULL);
-    return r == EBUSY ? 0 : r; /* EBUSY: someone else started it meanwhile */
+    struct weft__runtime *rt = &weft__rt;
+    for (;;) {
+        /* seq_cst both sides (Dekker with weft_shutdown): we see its flags,
+         * or it sees our count and waits for us. */
+        atomic_fetch_add(&rt->outside_calls, 1);
+        int st = atomic_load(&rt->state);
+        if (st == WEFT__RUNNING_RT && !(how == WEFT__GATE_SPAWN && atomic_load(&rt->closing)))
+            return 0;
+        weft__outside_leave();
+        if (st != WEFT__OFF) /* stopping, or closing to spawns */
+            return ESHUTDOWN;
+        if (how == WEFT__GATE_USE)
+            return EAGAIN;
+        int r = weft_init(NULL);
+        if (r && r != EBUSY) /* EBUSY: someone else started it meanwhile */
+            return r;
+    }
 }
 
 void weft_shutdown(void)
@@ -941,6 +954,11 @@ void weft_shutdown(void)
         pthread_mutex_unlock(&init_lock);
         return;
     }
+    /* No more spawns from outside; those admitted add to live before we
+     * count it. (seq_cst: see weft__outside_enter.) */
+    atomic_store(&rt->closing, true);
+    while (atomic_load(&rt->outside_calls))
+        sched_yield(); /* admitted calls are short: no blocking inside */
     weft__shutdown_waiting(true); /* partner: live_dec() in uthread.c */
     for (;;) { /* wait for every uthread to finish */
         uint32_t live = atomic_load(WEFT__AT(&rt->live));
@@ -951,7 +969,9 @@ void weft_shutdown(void)
     weft__shutdown_waiting(false);
     while (atomic_load_explicit(&rt->outside_wakers, memory_order_acquire))
         sched_yield(); /* a kernel thread is finishing a wake-up: a few instructions */
-    atomic_store(&rt->state, WEFT__STOPPING);
+    atomic_store(&rt->state, WEFT__STOPPING); /* seq_cst: see weft__outside_enter */
+    while (atomic_load(&rt->outside_calls))
+        sched_yield(); /* an alarm start, a notify, ... admitted before: let it finish */
     weft__notif_stopping(); /* no more ticks aimed at the vcores */
     for (int i = 0; i < rt->nvcores; i++)
         vcore_signal(&rt->vcores[i]);
@@ -962,6 +982,7 @@ void weft_shutdown(void)
     vcores_free(rt->nvcores);
     weft__stack_fini();
     rt->nvcores = 0;
+    atomic_store(&rt->closing, false);
     atomic_store(&rt->state, WEFT__OFF);
     pthread_mutex_unlock(&init_lock);
 }

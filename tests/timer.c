@@ -598,7 +598,7 @@ static int cond_timed(uint64_t dl)
     if (rc == ETIMEDOUT && tw_cond_flag)
         rc = 0;                          /* released at the deadline: fine either way */
     /* The mutex is held again, also after a timeout or EINVAL. */
-    CHECK_RC(weft_mutex_trylock(&tw_cmutex), EDEADLK);
+    CHECK_RC(weft_mutex_trylock(&tw_cmutex), EBUSY);
     CHECK_RC(weft_mutex_unlock(&tw_cmutex), 0);
     return rc;
 }

@@ -66,12 +66,19 @@ static void *yspinner(void *arg)
 
 struct ysleeper {
     atomic_int started, woke;
+    atomic_int *after; /* the spinner's running flag */
 };
 
+/* ysleeper() sleeps 10 ms from a moment the spinner already runs (it
+ * naps until then: on a slow machine, or under qemu, the spinner may start
+ * later than 10 ms after the sleeper), so once the spinner runs, the
+ * sleeper wakes only if the spinner is preempted. */
 static void *ysleeper(void *arg)
 {
     struct ysleeper *s = arg;
     atomic_store(&s->started, 1);
+    while (!atomic_load(s->after))
+        CHECK_RC(weft_sleep_ns(MS(1)), 0);
     CHECK_RC(weft_sleep_ns(MS(10)), 0);
     atomic_store(&s->woke, 1);
     return NULL;
@@ -89,8 +96,8 @@ static void ywait(atomic_int *flag, uint64_t bound, const char *what)
 
 static void case_sleeper(int checked)
 {
-    struct ysleeper sl = { 0 };
     struct yspin sp = { .checked = checked };
+    struct ysleeper sl = { .after = &sp.running };
     weft_t tsl = spawn(ysleeper, &sl);
     ywait(&sl.started, Y_BOUND_NS, "sleeper started");
     struct ystats s0 = ystats();
@@ -142,8 +149,8 @@ static void *ydisabled_spinner(void *arg)
 
 static void case_disabled(void)
 {
-    struct ysleeper sl = { 0 };
     struct ydisabled d = { 0 };
+    struct ysleeper sl = { .after = &d.running };
     weft_t tsl = spawn(ysleeper, &sl);
     ywait(&sl.started, Y_BOUND_NS, "sleeper started");
     weft_t tsp = spawn(ydisabled_spinner, &d);

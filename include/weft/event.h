@@ -93,7 +93,7 @@ int weft_event_register(unsigned type, weft_event_fn fn, void *arg);
  * its weft_notifs_enable()). Every message is handled exactly once, in the
  * order sent by one sender. Any context. Returns 0, EINVAL (no such vcore,
  * or type is not an application type with a handler), EAGAIN (the runtime
- * is not running) or ENOMEM. */
+ * is not running, or weft_shutdown() is stopping it) or ENOMEM. */
 int weft_vcore_notify(int vcore, unsigned type, uintptr_t payload);
 
 /* weft_notifs_disable() holds off notifications and preemption for the

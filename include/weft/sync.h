@@ -31,7 +31,7 @@ struct weft__waiter;
 /* A FIFO of blocked waiters guarded by its own spinlock word. */
 struct weft__waitq {
     uint32_t lock;               /* spinlock: 0 free, 1 held */
-    uint32_t n;                  /* waiters queued; guarded by lock */
+    uint32_t n;                  /* waiters queued; written under lock (atomic stores), may be peeked */
     struct weft__waiter *head;   /* guarded by lock */
     struct weft__waiter *tail;   /* guarded by lock */
 };
@@ -61,7 +61,9 @@ int weft_mutex_destroy(weft_mutex_t *m);
 /* weft_mutex_lock() acquires m, spinning briefly then blocking. Returns 0, or
  * EDEADLK if the caller holds a plain m, EAGAIN if recursion would overflow. */
 int weft_mutex_lock(weft_mutex_t *m);
-/* weft_mutex_trylock() acquires m if free. Returns 0 or EBUSY (EDEADLK/EAGAIN as lock). */
+/* weft_mutex_trylock() acquires m if free. Returns 0, or EBUSY if m is held
+ * (by the caller too, as pthread_mutex_trylock: a plain m the caller holds is
+ * EBUSY, a recursive one counts one more level, or EAGAIN on overflow). */
 int weft_mutex_trylock(weft_mutex_t *m);
 /* weft_mutex_timedlock() is weft_mutex_lock() with a deadline: ETIMEDOUT, EINVAL. */
 int weft_mutex_timedlock(weft_mutex_t *m, uint64_t deadline_ns);
@@ -203,15 +205,17 @@ int weft_futex_wake(uint32_t *addr, int n);
 /* ---- wait group ------------------------------------------------------------ */
 
 typedef struct weft_wg {
-    uint32_t count;              /* atomic: outstanding work */
-    uint32_t gen;                /* atomic: bumped each time count reaches 0 */
+    uint64_t state;              /* atomic: outstanding work (high 32 bits) and the
+                                  * generation, bumped each time it reaches 0 (low
+                                  * 32 bits, the futex word waiters sleep on) */
 } weft_wg_t;
 
-#define WEFT_WG_INIT { 0, 0 }
+#define WEFT_WG_INIT { 0 }
 
 /* weft_wg_add() adds delta (may be negative) to the count, waking the waiters
  * when it reaches 0. Returns 0, or EINVAL (count unchanged) if it would go
- * negative or overflow. */
+ * negative or overflow INT32_MAX. The step that brings the count to 0 is the
+ * last write to *wg: a waiter it releases may free the wait group at once. */
 int weft_wg_add(weft_wg_t *wg, int delta);
 /* weft_wg_done() is weft_wg_add(wg, -1). */
 int weft_wg_done(weft_wg_t *wg);

@@ -71,16 +71,21 @@ int weft_alarm_set_abs(struct weft_alarm *a, uint64_t deadline);
 int weft_alarm_set_rel(struct weft_alarm *a, uint64_t ns);
 
 /* weft_alarm_start() arms a on the calling vcore's heap (a round-robin one
- * from outside threads). Returns 0, EBUSY if already armed, or EINVAL if no
- * deadline or callback was set. A deadline already past fires at the next
+ * from outside threads). Returns 0, EBUSY if already armed, EINVAL if no
+ * deadline or callback was set, or ESHUTDOWN from an outside thread while
+ * weft_shutdown() stops the vcores. A deadline already past fires at the next
  * scheduling decision. Starting an alarm from its own callback is allowed. */
 int weft_alarm_start(struct weft_alarm *a);
 
 /* weft_alarm_stop() disarms a. Returns true if it stopped a before its
  * callback ran (the callback will not run), false if a was not armed or has
- * fired; in that case, if the callback is running on another vcore, it waits
- * until it has returned, so a may be freed afterwards. Called from a's own
- * callback it returns at once. */
+ * fired. From a uthread or a kernel thread, if the callback is running on
+ * another vcore, it waits (spins briefly, then sleeps) until it has
+ * returned, so a may be freed afterwards. From vcore context (any alarm
+ * callback, a's own included, or an event handler) it never waits: a
+ * callback running elsewhere may still be running when it returns false,
+ * and a start under way on another thread wins (a stays armed), so vcore
+ * context must not free a after stopping it. */
 bool weft_alarm_stop(struct weft_alarm *a);
 
 /* weft_alarm_reset_abs() moves a to a new deadline, armed: stop, set, start

@@ -58,7 +58,12 @@ int weft_init(const struct weft_config *cfg);
 /* weft_shutdown() waits until every uthread has finished (joined or not),
  * stops the vcores and frees the runtime's memory; weft_init() may be called
  * again afterwards. Must be called from outside any uthread: from a uthread it
- * does nothing and says so on stderr. No-op if the runtime is not running. */
+ * does nothing and says so on stderr. No-op if the runtime is not running.
+ * Other kernel threads may race it: from the moment it begins, their
+ * weft_spawn() gets ESHUTDOWN; once the uthreads are done, so do
+ * weft_alarm_start(), weft_vcore_notify() (EAGAIN), weft_stats() (EINVAL);
+ * calls admitted before finish first. Uthreads may spawn until they are
+ * all done. */
 void weft_shutdown(void);
 
 /* ---- uthreads ------------------------------------------------------------ */
@@ -84,7 +89,10 @@ typedef struct {
 /* weft_spawn() creates a uthread running fn(arg) and stores its handle in
  * *out (out may be NULL for a detached thread). Returns 0, EINVAL (fn NULL,
  * unknown flag, vcore out of range, absurd stack size, joinable with out
- * NULL), ENOTSUP (WEFT_STACK_COPY), EAGAIN/ENOMEM (no memory). */
+ * NULL), ENOTSUP (WEFT_STACK_COPY), EAGAIN/ENOMEM (no memory), or
+ * ESHUTDOWN (called from a kernel thread that is not a vcore while
+ * weft_shutdown() runs: it waits for the uthreads, and no new one may join
+ * them from outside; once it has returned, a spawn starts the runtime again). */
 int weft_spawn(weft_t *out, const weft_attr_t *attr, void *(*fn)(void *), void *arg);
 
 /* weft_join() waits for t to finish and stores its result in *result (if not

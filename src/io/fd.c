@@ -282,7 +282,12 @@ int weft__fd_wait(struct weft__fd *f, uint32_t gen, int dirs, uint32_t seq_rd, u
 
 void weft__fd_pass(struct weft__fd *f, int dir)
 {
-    weft__spin_lock(&f->lock); /* uncontended: a few ns beside the system call */
+    /* Nobody waiting (the common case): no lock. A waiter queueing right now
+     * is as if it queued just after this pass, which the lock allows too: it
+     * checked the readiness count under the lock and will see the next event. */
+    if (__atomic_load_n(&f->d[dir].q.n, __ATOMIC_RELAXED) == 0)
+        return;
+    weft__spin_lock(&f->lock);
     struct weft__waiter *w = weft__waitq_pop(&f->d[dir].q);
     weft__spin_unlock(&f->lock);
     if (w)

@@ -669,8 +669,9 @@ static void thread_runnable_ws(struct weft_uthread *t)
 static void thread_paused_ws(struct weft_uthread *t)
 {
     struct vq *q = &vqs[L(t)->vcore]; /* vcore context of the vcore it ran on */
+    bool kick = !solo && !pinned(t); /* read before t is queued: a thief may run it at once */
     queue_here(q, t, true);
-    if (!solo && !pinned(t))
+    if (kick)
         weft_vcore_kick_local();
 }
 

@@ -86,8 +86,14 @@ int weft_mutex_trylock(weft_mutex_t *m)
     void *me = weft__self_token();
     if (try_fast(m))
         return took(m, me);
-    int r = relock(m, me);
-    return r >= 0 ? r : EBUSY;
+    /* As pthread_mutex_trylock: a plain mutex held by anyone, the caller
+     * included, is EBUSY; a recursive one the caller holds counts one more. */
+    if (m->kind == WEFT_MUTEX_RECURSIVE) {
+        int r = relock(m, me);
+        if (r >= 0)
+            return r;
+    }
+    return EBUSY;
 }
 
 static int lock_slow(weft_mutex_t *m, void *me, uint64_t deadline)

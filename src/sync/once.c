@@ -33,22 +33,33 @@ int weft_once(weft_once_t *o, void (*fn)(void))
     }
 }
 
+/* The wait group is one 64-bit word, the count above the generation, so the
+ * step that brings the count to 0 also bumps the generation: after it the
+ * waker touches only the futex bucket of the address (weft_futex_wake reads
+ * nothing at it), and a released waiter may free the wait group. */
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "once.c sleeps on the low half of the wait group's word: little-endian only"
+#endif
+#define WG_STATE(wg) ((_Atomic uint64_t *)(void *)&(wg)->state)
+#define WG_GEN_WORD(wg) ((uint32_t *)(void *)&(wg)->state)
+#define WG_COUNT(v) ((uint32_t)((v) >> 32))
+#define WG_GEN(v) ((uint32_t)(v))
+
 int weft_wg_add(weft_wg_t *wg, int delta)
 {
-    _Atomic uint32_t *a = WEFT__AT(&wg->count);
-    uint32_t old = atomic_load_explicit(a, memory_order_relaxed);
-    int64_t next;
+    uint64_t old = atomic_load_explicit(WG_STATE(wg), memory_order_relaxed), next;
+    int64_t count;
     do {
-        next = (int64_t)old + delta;
-        if (next < 0 || next > INT32_MAX)
+        count = (int64_t)WG_COUNT(old) + delta;
+        if (count < 0 || count > INT32_MAX)
             return EINVAL;
-    } while (!atomic_compare_exchange_weak_explicit(a, &old, (uint32_t)next, memory_order_acq_rel,
+        next = (uint64_t)count << 32 | WG_GEN(old);
+        if (count == 0 && WG_COUNT(old) != 0)
+            next = WG_GEN(old) + 1u; /* count 0, next generation (wraps in 32 bits) */
+    } while (!atomic_compare_exchange_weak_explicit(WG_STATE(wg), &old, next, memory_order_acq_rel,
                                                     memory_order_relaxed));
-    if (next == 0 && old != 0) {
-        uint32_t *gen = &wg->gen;
-        atomic_fetch_add_explicit(WEFT__AT(gen), 1, memory_order_release);
-        weft_futex_wake(gen, INT_MAX);
-    }
+    if (count == 0 && WG_COUNT(old) != 0)
+        weft_futex_wake(WG_GEN_WORD(wg), INT_MAX); /* by address only */
     return 0;
 }
 
@@ -61,10 +72,14 @@ int weft_wg_done(weft_wg_t *wg)
  * we run again still ends the wait. */
 int weft_wg_wait(weft_wg_t *wg)
 {
-    uint32_t g = atomic_load_explicit(WEFT__AT(&wg->gen), memory_order_acquire);
-    if (atomic_load_explicit(WEFT__AT(&wg->count), memory_order_acquire) == 0)
+    uint64_t v = atomic_load_explicit(WG_STATE(wg), memory_order_acquire);
+    if (WG_COUNT(v) == 0)
         return 0;
-    while (atomic_load_explicit(WEFT__AT(&wg->gen), memory_order_acquire) == g)
-        weft_futex_wait(&wg->gen, g, WEFT_FOREVER);
-    return 0;
+    uint32_t g = WG_GEN(v);
+    for (;;) {
+        weft_futex_wait(WG_GEN_WORD(wg), g, WEFT_FOREVER);
+        v = atomic_load_explicit(WG_STATE(wg), memory_order_acquire);
+        if (WG_GEN(v) != g)
+            return 0;
+    }
 }

@@ -36,7 +36,7 @@ void weft__waitq_push(struct weft__waitq *q, struct weft__waiter *w)
     else
         q->head = w;
     q->tail = w;
-    q->n++;
+    __atomic_store_n(&q->n, q->n + 1, __ATOMIC_RELAXED); /* peeked unlocked: weft__fd_pass */
 }
 
 void weft__waitq_remove(struct weft__waitq *q, struct weft__waiter *w)
@@ -50,7 +50,7 @@ void weft__waitq_remove(struct weft__waitq *q, struct weft__waiter *w)
     else
         q->tail = w->prev;
     w->next = w->prev = NULL;
-    q->n--;
+    __atomic_store_n(&q->n, q->n - 1, __ATOMIC_RELAXED);
 }
 
 struct weft__waiter *weft__waitq_pop(struct weft__waitq *q)
@@ -69,7 +69,7 @@ struct weft__waiter *weft__waitq_take_all(struct weft__waitq *q)
     for (struct weft__waiter *w = head; w; w = w->next)
         w->status = 0;
     q->head = q->tail = NULL;
-    q->n = 0;
+    __atomic_store_n(&q->n, 0, __ATOMIC_RELAXED);
     return head; /* still linked by next, ends in NULL */
 }
 
