@@ -169,9 +169,29 @@ void weft__spin_lock_slow(uint32_t *l)
     }
 }
 
-void weft_spin_lock_slow(weft_spinlock_t *l)
+/* The public spinlock: weft's own, with notifications held off while a
+ * uthread holds it (see <weft/sched.h>). No delivery at unlock: a scheduler
+ * op called from a uthread may hold it, and must not be switched away from. */
+void weft_spin_lock(weft_spinlock_t *l)
 {
-    weft__spin_lock_slow(&l->v);
+    struct weft__vcore *vc = weft__vc_at_entry();
+    struct weft_uthread *ut = vc ? vc->current : NULL;
+    if (ut) {
+        ut->notif_depth++;
+        atomic_signal_fence(memory_order_seq_cst); /* the handler reads the depth */
+    }
+    weft__spin_lock(&l->v);
+}
+
+void weft_spin_unlock(weft_spinlock_t *l)
+{
+    weft__spin_unlock(&l->v);
+    struct weft__vcore *vc = weft__vc_at_entry();
+    struct weft_uthread *ut = vc ? vc->current : NULL;
+    if (ut) {
+        atomic_signal_fence(memory_order_seq_cst);
+        ut->notif_depth--;
+    }
 }
 
 /* The futex wrappers leave errno as they found it: weft's sync calls promise

@@ -43,7 +43,25 @@
  * into the program) held across a preemption while another uthread on the
  * same vcore spins for it: wrap such critical sections in
  * weft_notifs_disable() / weft_notifs_enable(). (A weft_mutex_t is safe: its
- * waiters park instead of spinning.)
+ * waiters park instead of spinning; so is a weft_spinlock_t, which holds
+ * notifications off while a uthread holds it.)
+ *
+ * What a preemption may move. A preempted uthread goes back to the
+ * scheduler and may resume on another vcore, that is another kernel thread,
+ * exactly as after a blocking call. Whatever belongs to the kernel thread
+ * rather than to the uthread is then another thread's: a cached &errno
+ * (weft carries errno's value across, not its address), the address of any
+ * __thread variable, gettid() and pthread_self(), a pthread_mutex_t or a
+ * flockfile() lock held across the preemption (its owner is the kernel
+ * thread: another uthread there may take it, or the unlock comes from a
+ * thread that does not own it), a thread-caching allocator's per-thread
+ * cache pointer kept by the application, the signal mask and the CPU
+ * affinity. Two ways to keep them: weft_notifs_disable() ... enable() holds
+ * preemption off and keeps the uthread on its vcore until the outermost
+ * enable, even if it blocks meanwhile (short sections); WEFT_PINNED keeps a
+ * uthread on one vcore for life, so kernel-thread state stays valid across
+ * preemptions and blocking, but other uthreads on that vcore run while it is
+ * preempted (a pthread_mutex_t it holds can then block that whole vcore).
  *
  * Code that runs inside a callback from a library in that list (a
  * dl_iterate_phdr() callback, a qsort() comparator) is preemptible although

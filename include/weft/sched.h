@@ -157,47 +157,22 @@ uint64_t weft_vcore_decisions(int id);
 void weft_vcore_wake(int id);
 
 /* A small spinlock for scheduler queues (vcore context and uthreads alike):
- * hold it for a few pointer updates only. WEFT_SPINLOCK_INIT or zero. */
+ * hold it for a few pointer updates only, and never block while holding it.
+ * WEFT_SPINLOCK_INIT or zero. */
 typedef struct { uint32_t v; } weft_spinlock_t;
 #define WEFT_SPINLOCK_INIT { 0 }
 
-/* weft_spin_lock_slow() waits for l: spins with a CPU pause, then yields the
- * kernel thread, so a descheduled holder cannot make us burn the core. */
-void weft_spin_lock_slow(weft_spinlock_t *l);
+/* weft_spin_lock() takes l: spins with a CPU pause, then yields the kernel
+ * thread, so a descheduled holder cannot make us burn the core. Taken by a
+ * uthread, it holds notifications off until the matching weft_spin_unlock()
+ * (as weft_notifs_disable, without pinning): a uthread preempted while
+ * holding it would leave a waiter on its vcore, which is never preempted
+ * inside weft, spinning for ever. A preemption due meanwhile is taken at the
+ * uthread's next safe point or tick. */
+void weft_spin_lock(weft_spinlock_t *l);
 
-/* ThreadSanitizer builds: the lock is also announced as a plain
- * acquire/release pair, which TSan tracks however the lock word is reached
- * (it missed the atomics' own ordering with uthreads switching fibers). */
-#if defined(__SANITIZE_THREAD__)
-#define WEFT_SPIN_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define WEFT_SPIN_TSAN 1
-#endif
-#endif
-#ifdef WEFT_SPIN_TSAN
-void __tsan_acquire(void *addr);
-void __tsan_release(void *addr);
-#endif
-
-/* weft_spin_lock() takes l. */
-static inline void weft_spin_lock(weft_spinlock_t *l)
-{
-    if (__builtin_expect(__atomic_exchange_n(&l->v, 1, __ATOMIC_ACQUIRE), 0))
-        weft_spin_lock_slow(l);
-#ifdef WEFT_SPIN_TSAN
-    __tsan_acquire(l);
-#endif
-}
-
-/* weft_spin_unlock() releases l. */
-static inline void weft_spin_unlock(weft_spinlock_t *l)
-{
-#ifdef WEFT_SPIN_TSAN
-    __tsan_release(l);
-#endif
-    __atomic_store_n(&l->v, 0, __ATOMIC_RELEASE);
-}
+/* weft_spin_unlock() releases l, taken by the same uthread or vcore context. */
+void weft_spin_unlock(weft_spinlock_t *l);
 
 /* weft_vcore_parking() is true while the calling vcore makes its last
  * sched_entry() call before it parks: a scheduler must not hold any work
