@@ -102,6 +102,8 @@ struct weft__heap {
 
 enum weft__idle { WEFT__BUSY = 0, WEFT__SPINNING, WEFT__PARKING };
 
+#define WEFT__TRACE 16 /* decisions kept per vcore for weft_dump() */
+
 struct weft__vcore {
     int id;                          /* fixed */
     int cpu;                         /* fixed: the CPU it is pinned to */
@@ -172,8 +174,17 @@ struct weft__vcore {
     _Atomic bool in_poller;          /* about to sleep in the poller, or in it; own vcore
                                         writes, kickers read (vcore_signal) */
     struct weft__vcore *idle_next;   /* guarded by rt.idle_lock */
+    /* The last WEFT__TRACE park/kick decisions, for weft_dump(): written by
+     * this vcore's kernel thread only (relaxed), read anywhere. */
+    struct weft__trace {
+        _Atomic uint64_t t_ns;       /* when */
+        _Atomic int kind;            /* enum weft__trace_kind */
+        _Atomic int arg;             /* the other vcore, or a detail */
+    } trace[WEFT__TRACE];
+    _Atomic unsigned trace_n;        /* entries written so far */
     _Alignas(WEFT__CACHELINE) struct weft__heap heap; /* alarms started here */
 } __attribute__((aligned(WEFT__CACHELINE)));
+
 
 /* A queued event message (event.c). */
 struct weft__msg {

@@ -238,6 +238,68 @@ int weft_num_vcores(void)
                ? weft__rt.nvcores : 0;
 }
 
+/* dump_line() formats one line into fd; async-signal-safe but for the
+ * formatting (no locks, no allocation). */
+static void dump_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void dump_line(int fd, const char *fmt, ...)
+{
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n > (int)sizeof buf - 1)
+        n = (int)sizeof buf - 1;
+    for (int off = 0; n > 0 && off < n;) {
+        ssize_t w = write(fd, buf + off, (size_t)(n - off));
+        if (w <= 0)
+            break;
+        off += (int)w;
+    }
+}
+
+void weft_dump(int fd)
+{
+    struct weft__runtime *rt = &weft__rt;
+    static const char *const idle_names[] = { "busy", "spinning", "parking" };
+    static const char *const kinds[] = { "?", "park", "woke", "kick", "wake", "busy" };
+    if (atomic_load_explicit(&rt->state, memory_order_acquire) != WEFT__RUNNING_RT) {
+        dump_line(fd, "weft: not running\n");
+        return;
+    }
+    uint64_t now = weft__now_ns();
+    dump_line(fd, "weft: %d vcores, scheduler %s, %u uthreads live, %d spinning, %d parked, "
+                  "timer duty vcore %d\n",
+              rt->nvcores, rt->ops->name, atomic_load(WEFT__AT(&rt->live)),
+              atomic_load_explicit(&rt->nspinning, memory_order_relaxed),
+              atomic_load_explicit(&rt->nparked, memory_order_relaxed),
+              __atomic_load_n(&rt->timer_sleeper, __ATOMIC_RELAXED));
+    for (int i = 0; i < rt->nvcores; i++) {
+        struct weft__vcore *vc = &rt->vcores[i];
+        int idle = atomic_load_explicit(&vc->idle, memory_order_relaxed);
+        struct weft_vcore_stats st;
+        if (weft_stats(i, &st) != 0)
+            memset(&st, 0, sizeof st);
+        dump_line(fd, "  vcore %d: %s%s, decisions %llu, kicks sent %llu, parks %llu, events "
+                      "pending %#llx, park word %u\n",
+                  i, idle >= 0 && idle < 3 ? idle_names[idle] : "?",
+                  atomic_load_explicit(&vc->parked, memory_order_relaxed) ? " (on the idle list)" : "",
+                  (unsigned long long)st.decisions, (unsigned long long)st.kicks,
+                  (unsigned long long)st.parks,
+                  (unsigned long long)atomic_load_explicit(&vc->ev_bits, memory_order_relaxed),
+                  __atomic_load_n(&vc->park_word, __ATOMIC_RELAXED));
+        unsigned n = atomic_load_explicit(&vc->trace_n, memory_order_acquire);
+        for (unsigned k = n > WEFT__TRACE ? n - WEFT__TRACE : 0; k < n; k++) {
+            struct weft__trace *e = &vc->trace[k % WEFT__TRACE];
+            int kind = atomic_load_explicit(&e->kind, memory_order_relaxed);
+            uint64_t t = atomic_load_explicit(&e->t_ns, memory_order_relaxed);
+            dump_line(fd, "    %10.3f ms ago: %s %d\n", t <= now ? (double)(now - t) / 1e6 : 0.0,
+                      kind > 0 && kind < 6 ? kinds[kind] : "?",
+                      atomic_load_explicit(&e->arg, memory_order_relaxed));
+        }
+    }
+}
+
 /* affinity_cpus() fills cpus[] with the CPUs of our affinity mask. */
 static int affinity_cpus(int *cpus, int max)
 {
@@ -504,6 +566,27 @@ static void vcore_signal(struct weft__vcore *vc)
         weft__futex_wake(&vc->park_word, 1);
 }
 
+/* ---- the decision trace (weft_dump) --------------------------------------- */
+
+enum weft__trace_kind {
+    WEFT__TR_PARK = 1,   /* parks: arg 1 with the timer/poller duty */
+    WEFT__TR_WOKE,       /* left its sleep: arg 1 kicked, 2 an event, 0 deadline/poller */
+    WEFT__TR_KICK,       /* woke parked vcore arg for work nobody spun for */
+    WEFT__TR_WAKE,       /* woke parked vcore arg for work only it may run */
+    WEFT__TR_BUSY,       /* found work after spinning (arg: was on the idle list) */
+};
+
+/* trace_note() records one decision of vc (its own kernel thread). */
+static inline void trace_note(struct weft__vcore *vc, int kind, int arg)
+{
+    unsigned n = atomic_load_explicit(&vc->trace_n, memory_order_relaxed);
+    struct weft__trace *e = &vc->trace[n % WEFT__TRACE];
+    atomic_store_explicit(&e->t_ns, weft__now_ns(), memory_order_relaxed);
+    atomic_store_explicit(&e->kind, kind, memory_order_relaxed);
+    atomic_store_explicit(&e->arg, arg, memory_order_relaxed);
+    atomic_store_explicit(&vc->trace_n, n + 1, memory_order_release);
+}
+
 /* vcore_sleep() is the one place vcore context blocks (invariant 4): on
  * the park futex, or, for the vcore with the timer duty once I/O is in use,
  * in the poller. Returns when kicked, at deadline, at shutdown, or when the
@@ -555,8 +638,10 @@ static WEFT__NOINLINE void kick_slow(int hint)
     weft__spin_unlock(&weft__rt.idle_lock);
     if (vc) {
         struct weft__vcore *me = weft__vc_at_entry();
-        if (me)
+        if (me) {
             weft__stat_add(&me->st.kicks, 1);
+            trace_note(me, WEFT__TR_KICK, vc->id);
+        }
         vcore_signal(vc); /* it wakes as the spinner we counted */
     }
 }
@@ -622,8 +707,12 @@ void weft_vcore_wake(int id)
         atomic_fetch_add(&weft__rt.nspinning, 1);
     }
     weft__spin_unlock(&weft__rt.idle_lock);
-    if (took)
+    if (took) {
+        struct weft__vcore *me = weft__vc_at_entry();
+        if (me)
+            trace_note(me, WEFT__TR_WAKE, id);
         vcore_signal(vc);
+    }
 }
 
 /* vcore_became_busy() runs when an idle vcore found work (step 2/3). */
@@ -635,6 +724,7 @@ void weft__vcore_became_busy(struct weft__vcore *vc)
         if (was_parked)
             idle_remove_locked(vc);
         weft__spin_unlock(&weft__rt.idle_lock);
+        trace_note(vc, WEFT__TR_BUSY, was_parked);
         if (was_parked) {
             /* We left the spinning count before finding this work, so the
              * step 2 kick is ours to make: other work queued while we spun
@@ -691,7 +781,12 @@ static void vcore_park(struct weft__vcore *vc)
     }
     weft__spin_unlock(&rt->idle_lock);
     weft__notif_sleeping(vc, true); /* no preemption ticks while asleep */
+    trace_note(vc, WEFT__TR_PARK, duty);
     vcore_sleep(vc, duty, deadline);
+    trace_note(vc, WEFT__TR_WOKE,
+               atomic_load_explicit(WEFT__AT(&vc->park_word), memory_order_relaxed) ? 1
+               : atomic_load_explicit(&vc->ev_bits, memory_order_relaxed)          ? 2
+                                                                                   : 0);
     weft__notif_sleeping(vc, false);
     struct weft__vcore *heir = NULL; /* who takes over the duty */
     weft__spin_lock(&rt->idle_lock);

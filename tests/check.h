@@ -146,6 +146,7 @@ static void *check_watchdog_main(void *arg)
                      atomic_load(&check_phase_name), secs);
     if (n > 0 && write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1) < 0)
         n = 0;
+    weft_dump(2); /* each vcore's state and last park/kick decisions */
     _exit(2);
     return NULL;
 }

@@ -29,6 +29,9 @@
  *  (e) the registration lives for the process: after weft_shutdown,
  *      notify is EAGAIN and stats EINVAL; after a new weft_init the same
  *      handler runs again and the counters started afresh.
+ *  (f) weft_dump() names every vcore and, after 20 ms idle, shows a park
+ *      and a wake-up among the decisions it traces (the test watchdog
+ *      prints the same dump before it ends a hung test).
  */
 #include "check.h"
 
@@ -400,6 +403,31 @@ static void check_restart(void)
     check_idle_vcores("idle vcores after a restart");
 }
 
+/* check_dump(): weft_dump() names every vcore, and, once a vcore has
+ * parked, shows that decision in its trace. */
+static void check_dump(void)
+{
+    check_phase("weft_dump");
+    CHECK_RC(weft_sleep_ns(MS(20)), 0); /* idle: the vcores park */
+    int p[2];
+    CHECK(pipe(p) == 0, "pipe");
+    weft_dump(p[1]);
+    close(p[1]);
+    static char buf[65536];
+    size_t n = 0;
+    for (ssize_t r; n < sizeof buf - 1 && (r = read(p[0], buf + n, sizeof buf - 1 - n)) > 0;)
+        n += (size_t)r;
+    close(p[0]);
+    buf[n] = 0;
+    for (int v = 0; v < weft_num_vcores(); v++) {
+        char want[32];
+        snprintf(want, sizeof want, "  vcore %d: ", v);
+        CHECK(strstr(buf, want), "the dump does not name vcore %d:\n%s", v, buf);
+    }
+    CHECK(strstr(buf, "ms ago: park"), "no park in the dump after 20 ms idle:\n%s", buf);
+    CHECK(strstr(buf, "ms ago: woke"), "no wake-up in the dump:\n%s", buf);
+}
+
 int main(void)
 {
     check_watchdog(WATCHDOG_SECS);
@@ -419,6 +447,7 @@ int main(void)
     check_from_handlers();
     check_idle_vcores("idle vcores are woken");
     check_restart();
+    check_dump();
     fprintf(stderr, "events: ok (%d vcores)\n", weft_num_vcores());
     weft_shutdown();
     return 0;

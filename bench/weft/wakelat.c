@@ -2,7 +2,7 @@
  * wakelat.c — wake-up latency under load (issue 5): how late a uthread that
  * sleeps 1 ms wakes while CPU-bound uthreads keep every vcore busy.
  *
- *   weft_wakelat [--spinners S] [--seconds D] [--preempt-us P]
+ *   weft_wakelat [--spinners S] [--seconds D] [--preempt-us P] [--placed 0|1]
  *
  * S = 4 × vcores, D = 2, P = 0 (cooperative) by default. After weft_init()
  * main sets the period (weft_set_preempt_period(P)), spawns the probe on
@@ -12,7 +12,10 @@
  * until the stop flag is set. A spinner runs a xorshift step in a loop that
  * calls nothing and reads the stop flag, so only a preemption takes its vcore
  * away. Main, a kernel thread outside the runtime, sleeps D seconds, sets the
- * flag and joins everyone. It prints as NOTEs the vcores the spinners
+ * flag and joins everyone. --placed 0 spawns the probe and the spinners
+ * with default attributes instead (no vcore hint: they start on the
+ * spawner's side and spread by stealing, as a user writes it); impl then
+ * ends in -default. It prints as NOTEs the vcores the spinners
  * started on and their steps' spread (min and max over the mean: how evenly
  * preemption shared the vcores), the per-vcore weft_stats(), and
  *
@@ -125,14 +128,15 @@ static uint64_t join_spinners(const char *impl, weft_t *ts, uint64_t spinners, i
 
 int main(int argc, char **argv)
 {
-    uint64_t spinners = 0, seconds = 2, preempt_us = 0;
+    uint64_t spinners = 0, seconds = 2, preempt_us = 0, placed = 1;
     struct bench_opt opts[] = {
         { "--spinners", &spinners, 1, 1u << 16 },
         { "--seconds", &seconds, 1, 3600 },
         { "--preempt-us", &preempt_us, 0, 10000000 },
+        { "--placed", &placed, 0, 1 },
     };
-    bench_opts_parse(argc, argv, "[--spinners S] [--seconds D] [--preempt-us P]", opts,
-                     sizeof opts / sizeof opts[0]);
+    bench_opts_parse(argc, argv, "[--spinners S] [--seconds D] [--preempt-us P] [--placed 0|1]",
+                     opts, sizeof opts / sizeof opts[0]);
     char impl[48], stats[160];
     if (!preempt_us)
         snprintf(impl, sizeof impl, "weft-nopreempt");
@@ -140,6 +144,8 @@ int main(int argc, char **argv)
         snprintf(impl, sizeof impl, "weft-preempt-%llums", (unsigned long long)preempt_us / 1000);
     else
         snprintf(impl, sizeof impl, "weft-preempt-%lluus", (unsigned long long)preempt_us);
+    if (!placed)
+        strcat(impl, "-default");
 
     bench_check_rc(weft_init(NULL));
     bench_check_rc(weft_set_preempt_period((unsigned)preempt_us));
@@ -155,11 +161,12 @@ int main(int argc, char **argv)
         bench_fail("%s wakelat: no memory", impl);
 
     bench_check_rc(weft_wg_add(&g.probe_ready, 1));
-    weft_attr_t pattr = { .flags = WEFT_ON_VCORE, .vcore = 0, .name = "probe" };
+    weft_attr_t pattr = { .flags = placed ? WEFT_ON_VCORE : 0, .vcore = 0, .name = "probe" };
     bench_check_rc(weft_spawn(&ts[spinners], &pattr, probe, NULL));
     bench_check_rc(weft_wg_wait(&g.probe_ready));
     for (uint64_t i = 0; i < spinners; i++) {
-        weft_attr_t attr = { .flags = WEFT_ON_VCORE, .vcore = (int)(i % (uint64_t)nv) };
+        weft_attr_t attr = { .flags = placed ? WEFT_ON_VCORE : 0,
+                             .vcore = placed ? (int)(i % (uint64_t)nv) : 0 };
         bench_check_rc(weft_spawn(&ts[i], &attr, spinner, (void *)(uintptr_t)i));
     }
     bench_check_rc(weft_sleep_ns(seconds * 1000000000u));
@@ -168,9 +175,9 @@ int main(int argc, char **argv)
     bench_check_rc(weft_join(ts[spinners], NULL));
     uint64_t idle = join_spinners(impl, ts, spinners, nv);
     bench_note(impl, "vcores=%d spinners=%llu (spinner i spawned on vcore i%%%d) for %llu s; "
-               "probe spawned on vcore 0 slept 1 ms %zu times; period %u us", nv,
+               "probe spawned on vcore 0 slept 1 ms %zu times; period %u us%s", nv,
                (unsigned long long)spinners, nv, (unsigned long long)seconds, g.n,
-               weft_preempt_period());
+               weft_preempt_period(), placed ? "" : " (default placement: no vcore hints)");
     bench_vcore_stats(impl, stats, sizeof stats);
     weft_shutdown();
 

@@ -161,6 +161,15 @@ struct weft_vcore_stats {
  * without stopping the vcore. */
 int weft_stats(int vcore, struct weft_vcore_stats *out);
 
+/* weft_dump() writes the state of every vcore to file descriptor fd, for a
+ * hung program: busy, spinning or parked, its counters, pending events, and
+ * its last 16 park and kick decisions (park, woke: 1 kicked / 2 an event /
+ * 0 a deadline or the poller, kick N / wake N: woke parked vcore N, busy:
+ * found work after spinning), newest last. Reads without locks or
+ * allocation (a hung vcore may hold any lock); the picture is racy. Any
+ * context, including a watchdog thread. */
+void weft_dump(int fd);
+
 #ifdef __cplusplus
 }
 #endif
