@@ -293,11 +293,17 @@ def preempt_sections(ncpu: int, full: bool) -> list[Section]:
             "when they stop (max ≈ the whole run).",
             f"weft: WEFT_VCORES={ncpu}, probe spawned on vcore 0, spinner i on vcore i % {ncpu} "
             "(WEFT_ON_VCORE; work stealing may move them; the programs print where they "
-            "started and how evenly they ran).",
+            "started and how evenly they ran). The -default row spawns them all with default "
+            "attributes instead (no vcore hint, as a user writes it: they start on the "
+            "spawner's side and spread by stealing).",
             [Job(f"weft_wakelat_{preempt_label(us)[5:].replace('-', '_')}", "weft", "weft_wakelat",
                  [(preempt_label(us), spin)],
                  args=["--seconds", str(seconds), "--preempt-us", str(us)], env=vcores)
-             for us in WAKELAT_PERIODS_US]),
+             for us in WAKELAT_PERIODS_US]
+            + [Job("weft_wakelat_preempt_1ms_default", "weft", "weft_wakelat",
+                   [(preempt_label(1000) + "-default", spin)],
+                   args=["--seconds", str(seconds), "--preempt-us", "1000", "--placed", "0"],
+                   env=vcores)]),
     ]
 
 
