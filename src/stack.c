@@ -26,6 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -105,6 +107,37 @@ static _Noreturn void overflow_report(struct weft_uthread *t, const char *how)
     abort();
 }
 
+/* interrupted_sp() is the stack pointer of the context the signal
+ * interrupted, or 0 where we cannot read it. */
+static uintptr_t interrupted_sp(void *uc)
+{
+#if defined(__x86_64__)
+    return (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+    return (uintptr_t)((ucontext_t *)uc)->uc_mcontext.sp;
+#else
+    (void)uc;
+    return 0;
+#endif
+}
+
+/* frame_room() bounds the room a signal frame takes on a stack (the kernel's
+ * own estimate, which counts the FPU state, plus alignment and slack). */
+static uintptr_t frame_room;
+
+/* signal_frame_overflow(): the kernel could not push a signal frame (a
+ * notification landing on a nearly full stack) and forced a SIGSEGV with
+ * no address; the interrupted stack pointer is within a frame of t's
+ * stack's bottom, or below it. */
+static bool signal_frame_overflow(struct weft_uthread *t, siginfo_t *si, void *uc)
+{
+    if (si->si_code != SI_KERNEL || si->si_addr != NULL)
+        return false;
+    uintptr_t sp = interrupted_sp(uc), lo = (uintptr_t)t->stack_lo;
+    uintptr_t floor = t->guarded ? (uintptr_t)t->map : lo - GUARD_SIZE;
+    return sp && sp >= floor && sp < lo + frame_room;
+}
+
 static void segv_handler(int sig, siginfo_t *si, void *uc)
 {
     struct weft__vcore *vc = weft__vc();
@@ -115,6 +148,8 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
             t = vc->handoff_to; /* a blocking callback on the next one's stack */
         if (t && t->guarded && addr >= t->map && addr < t->stack_lo)
             overflow_report(t, "");
+        if (t && signal_frame_overflow(t, si, uc))
+            overflow_report(t, " (a signal frame did not fit below the stack pointer)");
         if (!t && addr >= vc->stack_lo - weft__page_size && addr < vc->stack_lo) {
             static const char msg[] = "weft: vcore context overflowed its stack\n";
             if (syscall(SYS_write, 2, msg, sizeof msg - 1) < 0) {
@@ -173,6 +208,8 @@ int weft__stack_init(void)
     }
     guard_budget = v >= 0 ? v : read_max_map_count() / 4; /* 2 VMAs each, half the budget */
     atomic_store(&budget_warned, false);
+    unsigned long minsig = getauxval(AT_MINSIGSTKSZ);
+    frame_room = (minsig > 2048 ? minsig : 2048) + 4096;
     if (!segv_installed) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);

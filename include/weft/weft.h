@@ -74,7 +74,12 @@ typedef struct weft_uthread *weft_t;
 typedef struct {
     size_t stack_size;   /* 0 = runtime default; rounded up to at least 16 KiB
                             (64 KiB in sanitizer builds)
-                            and to whole pages; above 1 GiB is EINVAL */
+                            and to whole pages; above 1 GiB is EINVAL. An
+                            overflow into the 64 KiB guard below is reported
+                            (the uthread's id and name) and aborts; compile
+                            code that runs on uthreads with
+                            -fstack-clash-protection so that a frame larger
+                            than the guard cannot step over it */
     int prio;            /* priority for schedulers that use one */
     unsigned flags;      /* WEFT_* flags below */
     int vcore;           /* vcore to start on, used with WEFT_ON_VCORE/WEFT_PINNED */
