@@ -38,6 +38,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -115,24 +116,38 @@ static struct weft__heap *heap_for_start(void)
 
 #define HEAP(a) ((struct weft__heap *_Atomic *)&(a)->heap)
 
-/* arm() puts a (deadline and cb set) on a heap if its state is still from;
- * false (nothing done) otherwise. It claims a first (from -> ARMING), then
- * sets a->heap and ARMED (release) under the heap lock, so whoever sees
- * ARMED finds a on a->heap; stop waits out the short ARMING. */
-static bool arm(struct weft_alarm *a, int from)
+/* heap_room() makes room for one more alarm on h (its lock held): false if
+ * the array cannot grow. */
+static bool heap_room(struct weft__heap *h)
+{
+    if (h->n < h->cap)
+        return true;
+    int cap = h->cap ? h->cap * 2 : 64;
+    struct weft_alarm **v = realloc(h->v, sizeof *v * (size_t)cap);
+    if (!v)
+        return false;
+    h->v = v;
+    h->cap = cap;
+    return true;
+}
+
+/* arm() puts a (deadline and cb set) on a heap if its state is still from:
+ * 0, EBUSY (the state was not from: nothing done) or ENOMEM (the heap could
+ * not grow: a is back in state from... as IDLE, its arming undone). It
+ * claims a first (from -> ARMING), then sets a->heap and ARMED (release)
+ * under the heap lock, so whoever sees ARMED finds a on a->heap; stop waits
+ * out the short ARMING. */
+static int arm(struct weft_alarm *a, int from)
 {
     if (!atomic_compare_exchange_strong_explicit(STATE(a), &from, A_ARMING, memory_order_acq_rel,
                                                  memory_order_relaxed))
-        return false;
+        return EBUSY;
     struct weft__heap *h = heap_for_start();
     weft__spin_lock(&h->lock);
-    if (h->n == h->cap) {
-        int cap = h->cap ? h->cap * 2 : 64;
-        struct weft_alarm **v = realloc(h->v, sizeof *v * (size_t)cap);
-        if (!v)
-            weft__panic("out of memory for the timer heap (%d timers)", h->n);
-        h->v = v;
-        h->cap = cap;
+    if (WEFT__UNLIKELY(!heap_room(h))) {
+        weft__spin_unlock(&h->lock);
+        atomic_store_explicit(STATE(a), A_IDLE, memory_order_release);
+        return ENOMEM;
     }
     atomic_store_explicit(HEAP(a), h, memory_order_relaxed);
     atomic_store_explicit(STATE(a), A_ARMED, memory_order_release);
@@ -144,13 +159,15 @@ static bool arm(struct weft_alarm *a, int from)
     weft__spin_unlock(&h->lock);
     if (earliest)
         weft__vcore_wake_for_timer(d);
-    return true;
+    return 0;
 }
 
-void weft__alarm_arm(struct weft_alarm *a)
+int weft__alarm_arm(struct weft_alarm *a)
 {
-    if (!arm(a, A_IDLE))
+    int r = arm(a, A_IDLE);
+    if (r == EBUSY)
         weft__panic("an internal alarm was armed twice");
+    return r;
 }
 
 /* Spin iterations a stopper waits for a running callback or a start in
@@ -235,6 +252,18 @@ bool weft_alarm_stop(struct weft_alarm *a)
     return stopped;
 }
 
+/* rearm_lost() reports, once, a start made from an alarm's own callback
+ * that could not be carried out: start() made room on the heap, and other
+ * alarms filled it before the callback returned, with memory exhausted. */
+static void rearm_lost(struct weft_alarm *a)
+{
+    static _Atomic bool said;
+    (void)a;
+    if (!atomic_exchange(&said, true))
+        fprintf(stderr, "weft: out of memory for the timer heap: an alarm restarted from its "
+                        "own callback was dropped\n");
+}
+
 /* run_heap() runs h's callbacks due at now; true if it ran any. */
 static bool run_heap(struct weft__vcore *vc, struct weft__heap *h, uint64_t now)
 {
@@ -267,8 +296,11 @@ static bool run_heap(struct weft__vcore *vc, struct weft__heap *h, uint64_t now)
                 }
                 continue;
             }
-            if (BASE(s) == A_REARM && arm(a, s)) { /* started during the callback */
-                if (s & A_WAITED) /* the stopper finds it ARMED, and stops it */
+            int r = BASE(s) == A_REARM ? arm(a, s) : EBUSY; /* started during the callback */
+            if (r != EBUSY) {
+                if (r == ENOMEM) /* start() made room; others took it meanwhile */
+                    rearm_lost(a);
+                if (s & A_WAITED) /* the stopper finds it ARMED (or IDLE), and goes on */
                     weft_futex_wake((uint32_t *)(void *)STATE(a), INT_MAX);
                 break;
             }
@@ -356,12 +388,22 @@ static int start(struct weft_alarm *a)
         if (BASE(s) == A_ARMED || BASE(s) == A_REARM || s == A_ARMING)
             return EBUSY;
         if (BASE(s) == A_FIRING) {
+            /* Its runner arms it when the callback returns, on the heap of
+             * the vcore it runs on (ours, when called from the callback):
+             * make the room now, while we can still say ENOMEM. */
+            struct weft__heap *h = heap_for_start();
+            weft__spin_lock(&h->lock);
+            bool room = heap_room(h);
+            weft__spin_unlock(&h->lock);
+            if (!room)
+                return ENOMEM;
             if (atomic_compare_exchange_strong(STATE(a), &s, A_REARM | (s & A_WAITED)))
-                return 0; /* its runner arms it when the callback returns */
+                return 0;
             continue;
         }
-        if (arm(a, A_IDLE))
-            return 0;
+        int r = arm(a, A_IDLE);
+        if (r != EBUSY)
+            return r;
     }
 }
 
@@ -401,6 +443,7 @@ bool weft_alarm_reset_abs(struct weft_alarm *a, uint64_t deadline)
 struct sleeper {
     struct weft_alarm al;
     struct weft_uthread *ut;
+    int err;                         /* ENOMEM: the alarm could not be armed */
 };
 
 static void sleep_fire(struct weft_alarm *al)
@@ -413,7 +456,9 @@ static void sleep_cb(struct weft_uthread *ut, void *arg)
     struct sleeper *s = arg;
     s->ut = ut;
     weft_uthread_blocked(ut, WEFT_BLOCK_SLEEP);
-    weft__alarm_arm(&s->al);
+    s->err = weft__alarm_arm(&s->al);
+    if (WEFT__UNLIKELY(s->err)) /* no timer: do not sleep for ever */
+        weft_uthread_runnable(ut);
 }
 
 int weft_sleep_until_ns(uint64_t deadline)
@@ -432,9 +477,10 @@ int weft_sleep_until_ns(uint64_t deadline)
     struct sleeper s;
     weft_alarm_init(&s.al, sleep_fire);
     s.al.deadline = deadline;
+    s.err = 0;
     weft_uthread_yield(sleep_cb, &s);
     weft_alarm_stop(&s.al); /* waits until sleep_fire has returned */
-    return 0;
+    return s.err;
 }
 
 int weft_sleep_ns(uint64_t ns)

@@ -480,8 +480,9 @@ void weft__io_wakeup(void);
 /* ---- timers (alarm.c) ------------------------------------------------------- */
 
 /* weft__alarm_arm() puts a (deadline and cb set, not armed) on the calling
- * vcore's heap (round robin from outside). */
-void weft__alarm_arm(struct weft_alarm *a);
+ * vcore's heap (round robin from outside). Returns 0, or ENOMEM (the heap
+ * could not grow; a stays unarmed). */
+int weft__alarm_arm(struct weft_alarm *a);
 /* weft__timers_next() is the earliest deadline of all heaps, or UINT64_MAX. */
 uint64_t weft__timers_next(void);
 /* weft__timers_run() runs vc's own callbacks due at now; the _all variant

@@ -12,7 +12,7 @@
  */
 #include "check.h"
 
-#define CYCLES 150
+#define CYCLES SCALE(150, 40)
 #define HAMMERS 3
 #define EV_TYPE (WEFT_EV_USER + 3)
 

@@ -36,7 +36,8 @@
  *
  * Timeouts: one I/O deadline per uthread (per kernel thread outside a
  * uthread), set with weft_io_set_deadline(). A call that would wait past it
- * fails with ETIMEDOUT (after a partial write: returns the partial count).
+ * fails with ETIMEDOUT (after a partial write: returns the partial count),
+ * or with ENOMEM if no memory can be had for the deadline's timer.
  */
 #ifndef WEFT_IO_H
 #define WEFT_IO_H

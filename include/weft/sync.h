@@ -8,7 +8,9 @@
  * object. Every call returns 0 or a positive errno value and leaves errno
  * alone. Timed variants take an absolute CLOCK_MONOTONIC deadline in ns (see
  * weft.h: WEFT_FOREVER = none, top bit set = EINVAL, past = try once then
- * ETIMEDOUT). Static initialisers make init calls optional.
+ * ETIMEDOUT). A timed call on a uthread also fails with ENOMEM, at once and
+ * holding nothing new, when no memory can be had for its timer. Static
+ * initialisers make init calls optional.
  *
  * The struct fields are private; they are visible only so that objects can be
  * embedded and statically initialised. Blocked threads wait in a table keyed
@@ -65,7 +67,7 @@ int weft_mutex_lock(weft_mutex_t *m);
  * (by the caller too, as pthread_mutex_trylock: a plain m the caller holds is
  * EBUSY, a recursive one counts one more level, or EAGAIN on overflow). */
 int weft_mutex_trylock(weft_mutex_t *m);
-/* weft_mutex_timedlock() is weft_mutex_lock() with a deadline: ETIMEDOUT, EINVAL. */
+/* weft_mutex_timedlock() is weft_mutex_lock() with a deadline: ETIMEDOUT, EINVAL, ENOMEM. */
 int weft_mutex_timedlock(weft_mutex_t *m, uint64_t deadline_ns);
 /* weft_mutex_unlock() releases m (one level of a recursive m) and wakes one
  * waiter. Returns 0, or EPERM if the caller does not hold m. */
@@ -92,7 +94,8 @@ int weft_cond_destroy(weft_cond_t *c);
  * (rarely: a signal racing with the wait), so loop on your predicate. A
  * recursive m must be held exactly once. */
 int weft_cond_wait(weft_cond_t *c, weft_mutex_t *m);
-/* weft_cond_timedwait() is weft_cond_wait() with a deadline: ETIMEDOUT, EINVAL. */
+/* weft_cond_timedwait() is weft_cond_wait() with a deadline: ETIMEDOUT, EINVAL,
+ * ENOMEM (m is held again whatever it returns). */
 int weft_cond_timedwait(weft_cond_t *c, weft_mutex_t *m, uint64_t deadline_ns);
 /* weft_cond_signal() wakes the longest waiter, if any. Returns 0. */
 int weft_cond_signal(weft_cond_t *c);
@@ -118,7 +121,7 @@ int weft_sem_destroy(weft_sem_t *s);
 int weft_sem_wait(weft_sem_t *s);
 /* weft_sem_trywait() takes one unit if there is one. Returns 0 or EAGAIN. */
 int weft_sem_trywait(weft_sem_t *s);
-/* weft_sem_timedwait() is weft_sem_wait() with a deadline: ETIMEDOUT, EINVAL. */
+/* weft_sem_timedwait() is weft_sem_wait() with a deadline: ETIMEDOUT, EINVAL, ENOMEM. */
 int weft_sem_timedwait(weft_sem_t *s, uint64_t deadline_ns);
 /* weft_sem_post() adds one unit and wakes the longest waiter, if any.
  * Returns 0, or EOVERFLOW (s unchanged) at WEFT_SEM_VALUE_MAX. */
@@ -175,7 +178,7 @@ int weft_rwlock_wrlock(weft_rwlock_t *l);
 /* weft_rwlock_tryrdlock() / trywrlock(): as above without blocking; EBUSY. */
 int weft_rwlock_tryrdlock(weft_rwlock_t *l);
 int weft_rwlock_trywrlock(weft_rwlock_t *l);
-/* weft_rwlock_timedrdlock() / timedwrlock(): with a deadline; ETIMEDOUT, EINVAL. */
+/* weft_rwlock_timedrdlock() / timedwrlock(): with a deadline; ETIMEDOUT, EINVAL, ENOMEM. */
 int weft_rwlock_timedrdlock(weft_rwlock_t *l, uint64_t deadline_ns);
 int weft_rwlock_timedwrlock(weft_rwlock_t *l, uint64_t deadline_ns);
 /* weft_rwlock_unlock() releases the caller's hold. Returns 0, or EPERM if l
@@ -196,7 +199,8 @@ int weft_once(weft_once_t *o, void (*fn)(void));
 
 /* weft_futex_wait() blocks while *addr == val until woken by weft_futex_wake()
  * on addr or the deadline passes. Returns 0 (woken), EAGAIN (*addr != val on
- * entry), ETIMEDOUT, or EINVAL (addr NULL or misaligned, bad deadline). */
+ * entry), ETIMEDOUT, EINVAL (addr NULL or misaligned, bad deadline), or ENOMEM
+ * (a deadline, and no memory for its timer). */
 int weft_futex_wait(uint32_t *addr, uint32_t val, uint64_t deadline_ns);
 /* weft_futex_wake() wakes up to n waiters on addr, oldest first, and returns
  * how many it woke (0 if n <= 0). */

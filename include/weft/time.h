@@ -31,14 +31,15 @@ extern "C" {
 /* weft_now_ns() returns CLOCK_MONOTONIC in nanoseconds. */
 uint64_t weft_now_ns(void);
 
-/* weft_sleep_ns() sleeps at least ns nanoseconds. Returns 0, or EINVAL if ns
- * has the top bit set. weft_sleep_ns(0) yields. Outside a uthread it sleeps
+/* weft_sleep_ns() sleeps at least ns nanoseconds. Returns 0, EINVAL if ns
+ * has the top bit set, or ENOMEM at once if no memory can be had for the
+ * timer (a uthread's sleep). weft_sleep_ns(0) yields. Outside a uthread it sleeps
  * the kernel thread. */
 int weft_sleep_ns(uint64_t ns);
 
 /* weft_sleep_until_ns() sleeps until weft_now_ns() >= deadline. Returns 0
- * (at once if the deadline has passed), or EINVAL for WEFT_FOREVER or a
- * deadline with the top bit set. */
+ * (at once if the deadline has passed), EINVAL for WEFT_FOREVER or a
+ * deadline with the top bit set, or ENOMEM as weft_sleep_ns. */
 int weft_sleep_until_ns(uint64_t deadline);
 
 /* ---- alarms ------------------------------------------------------------- */
@@ -72,7 +73,8 @@ int weft_alarm_set_rel(struct weft_alarm *a, uint64_t ns);
 
 /* weft_alarm_start() arms a on the calling vcore's heap (a round-robin one
  * from outside threads). Returns 0, EBUSY if already armed, EINVAL if no
- * deadline or callback was set, or ESHUTDOWN from an outside thread while
+ * deadline or callback was set, ENOMEM if its heap cannot grow (also from
+ * its own callback: the restart is refused then), or ESHUTDOWN from an outside thread while
  * weft_shutdown() stops the vcores. A deadline already past fires at the next
  * scheduling decision. Starting an alarm from its own callback is allowed. */
 int weft_alarm_start(struct weft_alarm *a);

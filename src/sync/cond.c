@@ -45,7 +45,7 @@ int weft_cond_timedwait(weft_cond_t *c, weft_mutex_t *m, uint64_t deadline_ns)
     int r = weft_futex_wait(&c->seq, seq, deadline_ns);
     atomic_fetch_sub_explicit(WEFT__AT(&c->waiters), 1, memory_order_release); /* last touch of c */
     weft_mutex_lock(m);
-    return r == ETIMEDOUT ? ETIMEDOUT : 0;
+    return r == ETIMEDOUT || r == ENOMEM ? r : 0; /* ENOMEM: no timer for the deadline */
 }
 
 int weft_cond_wait(weft_cond_t *c, weft_mutex_t *m)

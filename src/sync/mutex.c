@@ -116,9 +116,10 @@ static int lock_slow(weft_mutex_t *m, void *me, uint64_t deadline)
     atomic_fetch_add_explicit(WEFT__AT(&m->contenders), 1, memory_order_relaxed);
     r = 0;
     while (atomic_exchange_explicit(STATE(m), 2, memory_order_acquire) != 0)
-        if (weft_futex_wait(&m->state, 2, deadline) == ETIMEDOUT) {
-            r = ETIMEDOUT;
-            break;
+        if ((r = weft_futex_wait(&m->state, 2, deadline)) == ETIMEDOUT || r == ENOMEM) {
+            break; /* ENOMEM: no timer for the deadline */
+        } else {
+            r = 0;
         }
     atomic_fetch_sub_explicit(WEFT__AT(&m->contenders), 1, memory_order_release);
     return r ? r : took(m, me);

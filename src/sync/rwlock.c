@@ -92,7 +92,7 @@ static int wrlock(weft_rwlock_t *l, uint64_t deadline, bool try)
     w.data = (uintptr_t)me;
     weft__waitq_push(&l->wq, &w);
     int r = weft__wait(&l->rq.lock, &l->wq, &w, deadline, WEFT_BLOCK_SYNC);
-    if (r != ETIMEDOUT)
+    if (r != ETIMEDOUT && r != ENOMEM) /* ENOMEM: no timer for the deadline; we left too */
         return r;
     /* We left the writer queue: readers queued behind us may enter now. */
     weft__spin_lock(&l->rq.lock);
@@ -101,7 +101,7 @@ static int wrlock(weft_rwlock_t *l, uint64_t deadline, bool try)
         wake = admit_readers(l);
     weft__spin_unlock(&l->rq.lock);
     weft__waiter_wake_list(wake);
-    return ETIMEDOUT;
+    return r;
 }
 
 int weft_rwlock_rdlock(weft_rwlock_t *l) { return rdlock(l, WEFT_FOREVER, false); }

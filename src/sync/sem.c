@@ -58,7 +58,8 @@ int weft_sem_timedwait(weft_sem_t *s, uint64_t deadline_ns)
     for (;;) {
         if (take(s, ONE_SLEEPER))
             return 0;
-        if (weft_futex_wait((uint32_t *)(void *)&s->state, 0, deadline_ns) != ETIMEDOUT)
+        int w = weft_futex_wait((uint32_t *)(void *)&s->state, 0, deadline_ns);
+        if (w != ETIMEDOUT && w != ENOMEM) /* ENOMEM: no timer for the deadline */
             continue;
         /* Out of time: leave, unless a unit came meanwhile (then take it,
          * so a post that woke us is not stranded). */
@@ -67,7 +68,7 @@ int weft_sem_timedwait(weft_sem_t *s, uint64_t deadline_ns)
             uint64_t next = UNITS(v) ? v - 1 - ONE_SLEEPER : v - ONE_SLEEPER;
             if (atomic_compare_exchange_weak_explicit(STATE(s), &v, next, memory_order_acquire,
                                                       memory_order_relaxed))
-                return UNITS(v) ? 0 : ETIMEDOUT;
+                return UNITS(v) ? 0 : w;
         }
     }
 }

@@ -101,8 +101,21 @@ static void block_cb(struct weft_uthread *ut, void *arg)
 {
     struct block *b = arg;
     weft_uthread_blocked(ut, b->why);
-    if (b->tm.deadline != WEFT_FOREVER)
-        weft__alarm_arm(&b->tm); /* under the queue lock: it cannot fire early */
+    if (b->tm.deadline != WEFT_FOREVER &&
+        WEFT__UNLIKELY(weft__alarm_arm(&b->tm) != 0)) { /* under the queue lock: cannot fire early */
+        /* No timer for the deadline: do not wait unbounded; leave with
+         * ENOMEM unless a waker already took us (then its status stands). */
+        struct weft__waiter *w = b->w;
+        bool ours = w->status == WEFT__WAITING;
+        if (ours) {
+            weft__waitq_remove(b->q, w);
+            w->status = ENOMEM;
+        }
+        weft__spin_unlock(b->lock);
+        if (ours)
+            weft_uthread_runnable(ut);
+        return;
+    }
     weft__spin_unlock(b->lock);
 }
 
