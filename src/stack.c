@@ -36,8 +36,7 @@
 
 #define VCORE_CACHE_MAX  64
 #define GLOBAL_CACHE_MAX 1024
-#define GUARD_SIZE       (64 * 1024) /* PROT_NONE below each stack: large frames
-                                        must not step over it into the mapping below */
+#define GUARD_MAX        (64 * 1024) /* the largest PROT_NONE guard below a stack */
 #define CANARY_WORDS     8
 #define CANARY           0x5741524e46544557ull /* "WEFTNRAW" */
 #if defined(WEFT_ASAN) || defined(WEFT_TSAN)
@@ -134,7 +133,7 @@ static bool signal_frame_overflow(struct weft_uthread *t, siginfo_t *si, void *u
     if (si->si_code != SI_KERNEL || si->si_addr != NULL)
         return false;
     uintptr_t sp = interrupted_sp(uc), lo = (uintptr_t)t->stack_lo;
-    uintptr_t floor = t->guarded ? (uintptr_t)t->map : lo - GUARD_SIZE;
+    uintptr_t floor = t->guarded ? (uintptr_t)t->map : lo - GUARD_MAX;
     return sp && sp >= floor && sp < lo + frame_room;
 }
 
@@ -277,10 +276,27 @@ static bool take_guard(void)
     return false;
 }
 
+/* guard_for() sizes the PROT_NONE guard below a stack of size bytes with
+ * the stack: a quarter of it, between a page and 64 KiB, so small stacks do
+ * not pay 64 KiB of address space each (16 KiB stacks: 4 KiB guards). Code
+ * built with -fstack-clash-protection touches every page of a large frame
+ * in order, so a page-sized guard catches it on x86-64; aarch64 compilers
+ * probe assuming a 64 KiB guard, so that is what aarch64 gets. */
+static size_t guard_for(size_t size)
+{
+#if defined(__aarch64__)
+    size_t g = GUARD_MAX;
+#else
+    size_t g = size / 4 < GUARD_MAX ? size / 4 : GUARD_MAX;
+#endif
+    g = (g + weft__page_size - 1) & ~(weft__page_size - 1);
+    return g > weft__page_size ? g : weft__page_size;
+}
+
 static struct weft_uthread *map_new(size_t size)
 {
     bool guarded = take_guard();
-    size_t guard = GUARD_SIZE > weft__page_size ? GUARD_SIZE : weft__page_size;
+    size_t guard = guard_for(size);
     size_t map_size = size + (guarded ? guard : 0);
     char *m = mmap(NULL, map_size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);

@@ -75,7 +75,9 @@ typedef struct {
     size_t stack_size;   /* 0 = runtime default; rounded up to at least 16 KiB
                             (64 KiB in sanitizer builds)
                             and to whole pages; above 1 GiB is EINVAL. An
-                            overflow into the 64 KiB guard below is reported
+                            overflow into the guard below (a quarter of the
+                            stack, between a page and 64 KiB; 64 KiB on
+                            aarch64) is reported
                             (the uthread's id and name) and aborts; compile
                             code that runs on uthreads with
                             -fstack-clash-protection so that a frame larger
