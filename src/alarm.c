@@ -456,9 +456,13 @@ static void sleep_cb(struct weft_uthread *ut, void *arg)
     struct sleeper *s = arg;
     s->ut = ut;
     weft_uthread_blocked(ut, WEFT_BLOCK_SLEEP);
-    s->err = weft__alarm_arm(&s->al);
-    if (WEFT__UNLIKELY(s->err)) /* no timer: do not sleep for ever */
+    /* Once armed, the alarm may fire and the sleeper return at once: touch
+     * nothing of s after a successful arm. */
+    int e = weft__alarm_arm(&s->al);
+    if (WEFT__UNLIKELY(e)) { /* no timer: do not sleep for ever */
+        s->err = e;
         weft_uthread_runnable(ut);
+    }
 }
 
 int weft_sleep_until_ns(uint64_t deadline)
