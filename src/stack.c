@@ -137,6 +137,15 @@ static bool signal_frame_overflow(struct weft_uthread *t, siginfo_t *si, void *u
     return sp && sp >= floor && sp < lo + frame_room;
 }
 
+/* canary_overflow(): an unguarded stack has nothing below it to fault in,
+ * so a deep recursion writes into whatever lies below and faults wherever;
+ * the interrupted stack pointer below the stack's bottom names it. */
+static bool canary_overflow(struct weft_uthread *t, void *uc)
+{
+    uintptr_t sp = interrupted_sp(uc), lo = (uintptr_t)t->stack_lo;
+    return sp && sp < lo && lo - sp <= (uintptr_t)16 * GUARD_MAX;
+}
+
 static void segv_handler(int sig, siginfo_t *si, void *uc)
 {
     struct weft__vcore *vc = weft__vc();
@@ -149,6 +158,8 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
             overflow_report(t, "");
         if (t && signal_frame_overflow(t, si, uc))
             overflow_report(t, " (a signal frame did not fit below the stack pointer)");
+        if (t && !t->guarded && canary_overflow(t, uc))
+            overflow_report(t, " (it had no guard page: memory below it may be corrupt)");
         if (!t && addr >= vc->stack_lo - weft__page_size && addr < vc->stack_lo) {
             static const char msg[] = "weft: vcore context overflowed its stack\n";
             if (syscall(SYS_write, 2, msg, sizeof msg - 1) < 0) {

@@ -11,7 +11,9 @@
  * and when a uthread spins 256 bytes above its stack's bottom until a
  * preemption tick arrives, whose signal frame cannot fit: the kernel forces
  * a SIGSEGV with no address, which weft recognises by the interrupted stack
- * pointer (before the fix: killed without a word). Not in TSan builds.
+ * pointer (before the fix: killed without a word; not in TSan builds); and
+ * a recursion on an unguarded canary stack (WEFT_MAX_GUARDED_STACKS=0),
+ * which faults wherever it lands below (before: a plain SIGSEGV).
  *
  * Usage as a child: stack_overflow child <name> <stack_size>.
  */
@@ -134,13 +136,13 @@ static size_t expected_kib(size_t asked)
     return sz / 1024;
 }
 
-static void run_case(const char *name, size_t size)
+static void run_case_env(const char *name, size_t size, char *const env[])
 {
     char size_arg[32];
     snprintf(size_arg, sizeof size_arg, "%zu", size);
     char *argv[] = { "stack_overflow", "child", (char *)name, size_arg, NULL };
     static struct child_result res;
-    run_child(argv, NULL, &res);
+    run_child(argv, env, &res);
 
     char st[64];
     int sig = WIFSIGNALED(res.status) ? WTERMSIG(res.status) : 0;
@@ -161,6 +163,11 @@ static void run_case(const char *name, size_t size)
     fprintf(stderr, "ok: %s\n", want);
 }
 
+static void run_case(const char *name, size_t size)
+{
+    run_case_env(name, size, NULL);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "child") == 0)
@@ -176,6 +183,11 @@ int main(int argc, char **argv)
     run_case("big-odd", 100000);
     check_phase("default size");
     run_case("default", 0);
+    check_phase("an unguarded (canary) stack");
+    {
+        char *const env[] = { "WEFT_MAX_GUARDED_STACKS=0", NULL };
+        run_case_env("canary-diver", 64 * 1024, env);
+    }
 #if !TEST_TSAN /* TSan runs signal handlers from its own runtime, on its own terms */
     check_phase("a signal frame that does not fit");
     run_case("sigframe", 64 * 1024);
