@@ -82,16 +82,23 @@ struct block {
     int why;
 };
 
+/* leave_queue() takes w, still waiting, off q with status (the queue's
+ * lock held): false if a waker has it already (its status stands). */
+static bool leave_queue(struct weft__waitq *q, struct weft__waiter *w, int status)
+{
+    if (w->status != WEFT__WAITING)
+        return false;
+    weft__waitq_remove(q, w);
+    w->status = status;
+    return true;
+}
+
 static void block_timeout(struct weft_alarm *tm)
 {
     struct block *b = WEFT__CONTAINER(tm, struct block, tm);
     struct weft__waiter *w = b->w;
     weft__spin_lock(b->lock);
-    bool ours = w->status == WEFT__WAITING;
-    if (ours) {
-        weft__waitq_remove(b->q, w);
-        w->status = ETIMEDOUT;
-    }
+    bool ours = leave_queue(b->q, w, ETIMEDOUT);
     weft__spin_unlock(b->lock);
     if (ours)
         weft__waiter_wake(w);
@@ -105,12 +112,7 @@ static void block_cb(struct weft_uthread *ut, void *arg)
         WEFT__UNLIKELY(weft__alarm_arm(&b->tm) != 0)) { /* under the queue lock: cannot fire early */
         /* No timer for the deadline: do not wait unbounded; leave with
          * ENOMEM unless a waker already took us (then its status stands). */
-        struct weft__waiter *w = b->w;
-        bool ours = w->status == WEFT__WAITING;
-        if (ours) {
-            weft__waitq_remove(b->q, w);
-            w->status = ENOMEM;
-        }
+        bool ours = leave_queue(b->q, b->w, ENOMEM);
         weft__spin_unlock(b->lock);
         if (ours)
             weft_uthread_runnable(ut);
@@ -127,11 +129,7 @@ static int wait_kernel_thread(uint32_t *lock, struct weft__waitq *q, struct weft
         if (weft__futex_wait(&w->word, 0, deadline) != ETIMEDOUT)
             continue;
         weft__spin_lock(lock);
-        bool ours = w->status == WEFT__WAITING;
-        if (ours) {
-            weft__waitq_remove(q, w);
-            w->status = ETIMEDOUT;
-        }
+        bool ours = leave_queue(q, w, ETIMEDOUT);
         weft__spin_unlock(lock);
         if (ours)
             return ETIMEDOUT;
