@@ -35,11 +35,14 @@
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -51,7 +54,7 @@
 #define SEC 1000000000ull
 #define IDLE_TIMEOUT_NS (10 * SEC) /* keep-alive: no new request for this long */
 #define HEAD_TIMEOUT_NS (5 * SEC)  /* a started request head must be complete by then */
-#define SEND_TIMEOUT_NS (10 * SEC) /* a send that moves no byte for this long */
+#define SEND_TIMEOUT_NS (10 * SEC) /* default -t: the client takes no byte for this long */
 #define LINGER_NS       (2 * SEC)  /* lingering close: drain the input at most this long */
 #define LINGER_BYTES    (256 * 1024)
 
@@ -63,11 +66,18 @@
 #define SERVER_NAME "weft-httpd (" HTTPD_FLAVOUR ")"
 
 static int root_fd = -1; /* the document root, O_DIRECTORY; set once in main */
+static uint64_t send_timeout_ns = SEND_TIMEOUT_NS; /* -t; set once in main */
+static atomic_long live_conns; /* connection threads running */
 
 struct conn {
     int fd;
+    bool reset;              /* the client stopped taking the response: abort */
     size_t in_start, in_end; /* unparsed input: in[in_start..in_end) */
     size_t out_len;          /* pending output: out[0..out_len) */
+    uint64_t handed;         /* bytes given to the kernel on this connection */
+    uint64_t taken;          /* of those, taken by the client when last looked */
+    bool taken_known;        /* taken is valid for the responses under way */
+    uint64_t progress_at;    /* when taken last grew (or the input they answer came) */
     struct http_request req;
     char in[IN_BUF];
     char out[OUT_BUF];
@@ -75,14 +85,79 @@ struct conn {
 
 /* ---- output ---------------------------------------------------------------- */
 
+/* Send progress is what the client has taken, not what the kernel accepted:
+ * while a client does not read, the kernel still grows the socket's send
+ * buffer now and then, and a rule of "no byte moved for t" restarts each time
+ * (a 10 s limit became 30 s). taken = bytes handed to the kernel minus those
+ * still in the send queue (SIOCOUTQ: unsent or not yet acknowledged). The
+ * clock starts when the input being answered arrives; the connection is
+ * aborted (reset) when taken then stands still for send_timeout_ns. The
+ * system call is made only when a send comes back short or late. Until the
+ * baseline is taken, sends do not block (send_deadline() is in the past), so
+ * the first short send takes it at once. */
+static uint64_t taken_now(const struct conn *c)
+{
+    int queued = 0;
+    if (ioctl(c->fd, SIOCOUTQ, &queued) < 0 || queued < 0)
+        queued = 0;
+    return c->handed - (uint64_t)queued;
+}
+
+static void progress_start(struct conn *c)
+{
+    c->taken_known = false;
+    c->progress_at = hio_now_ns();
+}
+
+/* stalled() updates the progress mark; true (and the connection marked for a
+ * reset) when the client has taken nothing for send_timeout_ns. */
+static bool stalled(struct conn *c)
+{
+    uint64_t t = taken_now(c), now = hio_now_ns();
+    if (!c->taken_known) {
+        c->taken_known = true;
+        c->taken = t;
+    } else if (t > c->taken) {
+        c->taken = t;
+        c->progress_at = now;
+        return false;
+    }
+    if (now - c->progress_at < send_timeout_ns)
+        return false;
+    c->reset = true;
+    return true;
+}
+
+/* send_deadline(): when the next send must give up and look at the client's
+ * progress: its time limit, or a tenth of the limit from now (progress is
+ * seen only when looked for, so a stall is seen at most that late; the
+ * pthread build's SO_SNDTIMEO slice is the same tenth). */
+static uint64_t send_deadline(const struct conn *c)
+{
+    if (!c->taken_known)
+        return 1;
+    uint64_t limit = c->progress_at + send_timeout_ns, look = hio_now_ns() + send_timeout_ns / 10;
+    return look < limit ? look : limit;
+}
+
+/* sent() accounts for one send's result k: 0 to go on, -1 to drop. */
+static int sent(struct conn *c, ssize_t k, bool more)
+{
+    if (k < 0)
+        return errno == ETIMEDOUT && !stalled(c) ? 0 : -1;
+    c->handed += (uint64_t)k;
+    return more && stalled(c) ? -1 : 0;
+}
+
 static int out_flush(struct conn *c, int flags)
 {
     size_t off = 0;
     while (off < c->out_len) {
-        ssize_t k = hio_send(c->fd, c->out + off, c->out_len - off, flags, SEND_TIMEOUT_NS);
-        if (k < 0)
+        ssize_t k = hio_send(c->fd, c->out + off, c->out_len - off, flags, send_deadline(c));
+        if (k > 0)
+            off += (size_t)k;
+        if (sent(c, k, off < c->out_len) < 0)
             return -1;
-        off += (size_t)k;
     }
     c->out_len = 0;
     return 0;
@@ -273,9 +348,11 @@ static int serve(struct conn *c, const struct http_request *r, bool *close_after
         rc = out_flush(c, MSG_MORE);
         off_t off = 0;
         while (rc == 0 && off < st.st_size) {
-            ssize_t k = hio_sendfile(c->fd, fd, &off, (size_t)(st.st_size - off), SEND_TIMEOUT_NS);
-            if (k <= 0)
-                rc = -1; /* k == 0: the file shrank; the length is already promised */
+            ssize_t k = hio_sendfile(c->fd, fd, &off, (size_t)(st.st_size - off), send_deadline(c));
+            if (k == 0)
+                rc = -1; /* the file shrank; the length is already promised */
+            else
+                rc = sent(c, k, off < st.st_size);
         }
     }
     close(fd);
@@ -289,7 +366,7 @@ static void *conn_main(void *arg)
     struct conn *c = arg;
     uint64_t head_start = 0; /* when the pending request's first byte came; 0 = none */
     unsigned served = 0;
-    hio_conn_setup(c->fd, SEND_TIMEOUT_NS);
+    hio_conn_setup(c->fd, send_timeout_ns);
 
     for (;;) {
         bool done = false;
@@ -305,6 +382,7 @@ static void *conn_main(void *arg)
             }
             c->in_start += c->req.head_len;
             head_start = 0;
+
             bool close_after = !c->req.keep_alive;
             if (serve(c, &c->req, &close_after) < 0)
                 goto drop;
@@ -337,6 +415,7 @@ static void *conn_main(void *arg)
         if (head_start == 0)
             head_start = hio_now_ns();
         c->in_end += (size_t)k;
+        progress_start(c); /* what it asks for now is answered against a new clock */
     }
 
 linger:
@@ -352,14 +431,20 @@ linger:
         }
     }
 drop:
+    if (c->reset) { /* free the kernel's buffers now, and tell the client */
+        struct linger l = { .l_onoff = 1, .l_linger = 0 };
+        setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    }
     hio_close(c->fd);
     free(c);
+    atomic_fetch_sub(&live_conns, 1);
     return NULL;
 }
 
 static void *acceptor(void *arg)
 {
     int lfd = *(int *)arg;
+    uint64_t last_warned = 0;
     for (;;) {
         int fd = hio_accept(lfd);
         if (fd < 0) {
@@ -368,18 +453,36 @@ static void *acceptor(void *arg)
                 fprintf(stderr, "httpd: accept: %s\n", strerror(e));
                 return NULL;
             }
-            if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM)
-                hio_sleep_ns(10 * 1000000ull); /* out of descriptors: let connections end */
-            continue;                           /* ECONNABORTED, EPERM (firewall), ... */
+            if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+                /* Out of descriptors or memory: connections that end give
+                 * some back. With none open, nothing will: say so and stop. */
+                if (atomic_load(&live_conns) == 0) {
+                    fprintf(stderr, "httpd: accept: %s with no connection open: cannot serve "
+                                    "(raise the limit: ulimit -n)\n", strerror(e));
+                    exit(1);
+                }
+                uint64_t now = hio_now_ns();
+                if (now - last_warned >= SEC) {
+                    fprintf(stderr, "httpd: accept: %s; waiting for connections to end\n", strerror(e));
+                    last_warned = now;
+                }
+                hio_sleep_ns(10 * 1000000ull);
+            }
+            continue; /* ECONNABORTED, EPERM (firewall), ... */
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         struct conn *c = malloc(sizeof *c);
         if (c) {
             c->fd = fd;
+            c->reset = false;
             c->in_start = c->in_end = c->out_len = 0;
+            c->handed = 0;
+            progress_start(c);
+            atomic_fetch_add(&live_conns, 1);
             if (hio_spawn(conn_main, c) == 0)
                 continue;
+            atomic_fetch_sub(&live_conns, 1);
             free(c);
         }
         hio_close(fd); /* no memory for another connection */
@@ -391,11 +494,13 @@ static void *acceptor(void *arg)
 
 static void usage(FILE *f, int code)
 {
-    fprintf(f, "usage: httpd [-p port] [-r root] [-v vcores]\n"
+    fprintf(f, "usage: httpd [-p port] [-r root] [-v vcores] [-t ms]\n"
                "  -p port    TCP port on 127.0.0.1 (default 8080; 0 = any free port)\n"
                "  -r root    directory to serve (default: the www directory of the source)\n"
                "  -v vcores  weft vcores, 0 = all (default: WEFT_VCORES or all;\n"
-               "             ignored by httpd-pthread)\n");
+               "             ignored by httpd-pthread)\n"
+               "  -t ms      abort a response the client takes no byte of for this long\n"
+               "             (default 10000)\n");
     exit(code);
 }
 
@@ -448,7 +553,8 @@ int main(int argc, char **argv)
     const char *root = NULL;
     char rootbuf[PATH_MAX];
     int opt;
-    while ((opt = getopt(argc, argv, "p:r:v:h")) != -1) {
+    long send_ms = (long)(SEND_TIMEOUT_NS / 1000000u);
+    while ((opt = getopt(argc, argv, "p:r:v:t:h")) != -1) {
         switch (opt) {
         case 'p':
             if (!parse_long(optarg, 0, 65535, &port))
@@ -460,6 +566,11 @@ int main(int argc, char **argv)
         case 'v':
             if (!parse_long(optarg, 0, 65536, &vcores))
                 usage(stderr, 2);
+            break;
+        case 't':
+            if (!parse_long(optarg, 10, 3600000, &send_ms))
+                usage(stderr, 2);
+            send_timeout_ns = (uint64_t)send_ms * 1000000u;
             break;
         case 'h':
             usage(stdout, 0);

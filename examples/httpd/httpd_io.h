@@ -14,13 +14,21 @@
  *   hio_start(vcores)             start the runtime (0 = all vcores); errno value
  *   hio_run(fn, arg)              run fn(arg) as the acceptor, return when it does
  *   hio_spawn(fn, arg)            start fn(arg) as a detached connection thread
- *   hio_conn_setup(fd, send_ns)   per-connection setup for the send timeout
+ *   hio_conn_setup(fd, send_ns)   per-connection setup for the send timeout:
+ *                                 the pthread build's sends give up after a
+ *                                 tenth of it (10 ms to 1 s), so httpd sees
+ *                                 stalls with that lateness
  *   hio_now_ns()                  CLOCK_MONOTONIC in ns
  *   hio_sleep_ns(ns)              sleep without holding a core
  *   hio_accept(lfd)               accept4(..., SOCK_CLOEXEC) until the deadline
  *   hio_read(fd, b, n, deadline)  one read; -1/ETIMEDOUT past the absolute deadline
- *   hio_send(fd, b, n, flags, t)  send; -1/ETIMEDOUT when no byte moves for t ns
- *   hio_sendfile(out, in, off, n, t)  sendfile(2), same timeout rule
+ *   hio_send(fd, b, n, flags, dl) send until the absolute deadline dl: the count
+ *                                 sent, or -1/ETIMEDOUT if none; a deadline in
+ *                                 the past tries once without blocking (the
+ *                                 pthread build: a blocking send gives up after
+ *                                 the slice set by hio_conn_setup instead)
+ *   hio_sendfile(out, in, off, n, dl)  sendfile(2), the same rule (pthread
+ *                                 build: always the slice)
  *   hio_close(fd)                 close a connection socket
  *   hio_yield()                   let other connections run (weft: cooperative)
  *
@@ -95,12 +103,15 @@ static inline int hio_spawn(void *(*fn)(void *), void *arg)
     return rc;
 }
 
-/* A blocking send/sendfile that moves no byte for send_ns returns what it
- * sent so far, or -1/EAGAIN (turned into ETIMEDOUT below). */
+/* A blocking send/sendfile that moves no byte for a tenth of send_ns (10 ms
+ * to 1 s) returns what it sent so far, or -1/EAGAIN (turned into ETIMEDOUT
+ * below); httpd then judges the client's progress. */
 static inline int hio_conn_setup(int fd, uint64_t send_ns)
 {
-    struct timeval tv = { .tv_sec = (time_t)(send_ns / 1000000000u),
-                          .tv_usec = (suseconds_t)(send_ns % 1000000000u / 1000u) };
+    uint64_t slice = send_ns / 10;
+    slice = slice < 10000000u ? 10000000u : slice > 1000000000u ? 1000000000u : slice;
+    struct timeval tv = { .tv_sec = (time_t)(slice / 1000000000u),
+                          .tv_usec = (suseconds_t)(slice % 1000000000u / 1000u) };
     return setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
@@ -145,9 +156,10 @@ static inline ssize_t hio_read(int fd, void *buf, size_t n, uint64_t deadline)
     }
 }
 
-static inline ssize_t hio_send(int fd, const void *buf, size_t n, int flags, uint64_t timeout_ns)
+static inline ssize_t hio_send(int fd, const void *buf, size_t n, int flags, uint64_t deadline)
 {
-    (void)timeout_ns; /* SO_SNDTIMEO, set by hio_conn_setup() */
+    if (deadline <= hio_now_ns())
+        flags |= MSG_DONTWAIT; /* else SO_SNDTIMEO, set by hio_conn_setup() */
     ssize_t k;
     do
         k = send(fd, buf, n, flags | MSG_NOSIGNAL);
@@ -157,9 +169,9 @@ static inline ssize_t hio_send(int fd, const void *buf, size_t n, int flags, uin
     return k;
 }
 
-static inline ssize_t hio_sendfile(int out, int in, off_t *off, size_t n, uint64_t timeout_ns)
+static inline ssize_t hio_sendfile(int out, int in, off_t *off, size_t n, uint64_t deadline)
 {
-    (void)timeout_ns;
+    (void)deadline; /* SO_SNDTIMEO's slice */
     ssize_t k;
     do
         k = sendfile(out, in, off, n);
@@ -237,17 +249,16 @@ static inline ssize_t hio_read(int fd, void *buf, size_t n, uint64_t deadline)
 }
 
 /* weft's writes return the partial count when the deadline stops them after
- * some bytes, so "deadline = now + timeout" per call means "no progress for
- * timeout", as SO_SNDTIMEO does for the pthread build. */
-static inline ssize_t hio_send(int fd, const void *buf, size_t n, int flags, uint64_t timeout_ns)
+ * some bytes, and try once without blocking when it has passed. */
+static inline ssize_t hio_send(int fd, const void *buf, size_t n, int flags, uint64_t deadline)
 {
-    weft_io_set_deadline(weft_now_ns() + timeout_ns);
+    weft_io_set_deadline(deadline);
     return weft_send(fd, buf, n, flags | MSG_NOSIGNAL);
 }
 
-static inline ssize_t hio_sendfile(int out, int in, off_t *off, size_t n, uint64_t timeout_ns)
+static inline ssize_t hio_sendfile(int out, int in, off_t *off, size_t n, uint64_t deadline)
 {
-    weft_io_set_deadline(weft_now_ns() + timeout_ns);
+    weft_io_set_deadline(deadline);
     return weft_sendfile(out, in, off, n);
 }
 

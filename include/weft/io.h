@@ -26,6 +26,12 @@
  *   library's own close) must be announced with weft_fd_forget() before its
  *   number is reused, or weft would keep stale state for the new one.
  *
+ * The poller
+ *   starts at the first call that needs it and takes two descriptors (epoll:
+ *   the instance and an eventfd; io_uring: the ring). If it cannot start (no
+ *   descriptor or memory left), that call fails with its errno (EMFILE,
+ *   ENFILE, ENOMEM) and the next call tries again: the failure is not kept.
+ *
  * Semantics kept from POSIX
  *   Reads return as soon as some data is there (short reads are normal).
  *   Writes on a descriptor weft made non-blocking write everything before

@@ -56,10 +56,13 @@ static struct weft__fd *fd_create(int fd)
 
 /* ---- choosing the poller ---------------------------------------------------- */
 
-static pthread_once_t start_once = PTHREAD_ONCE_INIT;
-static int start_err;
+/* The poller starts on the first I/O call and again on later calls for as
+ * long as it cannot (no descriptors left, say): a failure is never kept. */
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool uring_refusal_said; /* guarded by start_lock */
 
-static void start_poller(void)
+/* start_poller(): start_lock held, no poller yet. 0 or an errno. */
+static int start_poller(void)
 {
     const char *want = getenv("WEFT_POLLER");
     const struct weft__poller_ops *p = &weft__poll_epoll;
@@ -70,27 +73,33 @@ static void start_poller(void)
                 p = &weft__poll_uring;
                 goto started;
             }
-            fprintf(stderr, "weft: io_uring refused (%s); using epoll\n", strerror(e));
-        } else {
+            if (!uring_refusal_said)
+                fprintf(stderr, "weft: io_uring refused (%s); using epoll\n", strerror(e));
+            uring_refusal_said = true;
+        } else if (!uring_refusal_said) {
             fprintf(stderr, "weft: unknown WEFT_POLLER=%s (epoll, uring); using epoll\n", want);
+            uring_refusal_said = true;
         }
     }
-    start_err = p->init();
-    if (start_err)
-        return;
+    int e = p->init();
+    if (e)
+        return e;
 started:
     atomic_store_explicit(&weft__poller, p, memory_order_release);
     /* A vcore may hold the timer duty asleep on its futex: make it re-park
      * in the poller now that there is one. */
     weft__vcore_wake_for_timer(0);
+    return 0;
 }
 
 int weft__io_start(void)
 {
     if (WEFT__LIKELY(atomic_load_explicit(&weft__poller, memory_order_acquire) != NULL))
         return 0;
-    pthread_once(&start_once, start_poller);
-    return atomic_load_explicit(&weft__poller, memory_order_acquire) ? 0 : (start_err ? start_err : ENOMEM);
+    pthread_mutex_lock(&start_lock);
+    int e = atomic_load_explicit(&weft__poller, memory_order_relaxed) ? 0 : start_poller();
+    pthread_mutex_unlock(&start_lock);
+    return e;
 }
 
 const char *weft_poller_name(void)

@@ -39,8 +39,13 @@ static int init_epoll(void)
         return e;
     }
     struct epoll_event ev = { .events = EPOLLIN, .data.u64 = WAKE_TAG };
-    if (epoll_ctl(epfd, EPOLL_CTL_ADD, evfd, &ev) < 0)
-        return errno;
+    if (epoll_ctl(epfd, EPOLL_CTL_ADD, evfd, &ev) < 0) {
+        int e = errno;
+        syscall(SYS_close, evfd);
+        syscall(SYS_close, epfd);
+        epfd = evfd = -1;
+        return e;
+    }
     return 0;
 }
 

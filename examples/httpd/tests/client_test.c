@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -53,12 +54,17 @@
 #ifdef SANITIZED
 #define WATCHDOG_S 560
 #define IO_TIMEOUT_S 120
+#define SANITIZED_SLACK 1.0
 #else
 #define WATCHDOG_S 110
 #define IO_TIMEOUT_S 30
+#define SANITIZED_SLACK 0.0
 #endif
 
 #define BIG_SIZE (4u << 20)
+#define HUGE_SIZE (256 << 20)
+#define SLOW_T_MS 1000 /* -t for the slow-reader server */
+#define SLOW_T_ARG "1000"
 #define ROOT_MTIME 1577836800 /* Wed, 01 Jan 2020 00:00:00 GMT, set on index.html */
 
 static atomic_int failures;
@@ -201,6 +207,13 @@ static void make_tree(void)
     snprintf(path, sizeof path, "%s/big.bin", rootdir);
     write_file(path, big, BIG_SIZE);
 
+    /* 256 MiB, sparse: more than any socket buffers hold */
+    snprintf(path, sizeof path, "%s/huge.bin", rootdir);
+    int hf = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (hf < 0 || ftruncate(hf, HUGE_SIZE) != 0)
+        die("%s: %s", path, strerror(errno));
+    close(hf);
+
     snprintf(path, sizeof path, "%s/link-out", rootdir);
     if (symlink("../secret.txt", path) != 0)
         die("symlink: %s", strerror(errno));
@@ -235,7 +248,15 @@ static void remove_tree(void)
 
 /* ---- the server process ---------------------------------------------------------- */
 
+static void start_server_args(const char *const *extra);
 static void start_server(void)
+{
+    start_server_args(NULL);
+}
+
+/* start_server_args() starts the server with "-p 0 -r root" and up to four
+ * more arguments (NULL-terminated list, or NULL). */
+static void start_server_args(const char *const *extra)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) != 0)
@@ -245,7 +266,10 @@ static void start_server(void)
         die("fork: %s", strerror(errno));
     if (pid == 0) {
         dup2(p[1], 1);
-        execl(server_bin, server_bin, "-p", "0", "-r", rootdir, (char *)NULL);
+        const char *argv[10] = { server_bin, "-p", "0", "-r", rootdir };
+        for (int i = 0; extra && extra[i] && i < 4; i++)
+            argv[5 + i] = extra[i];
+        execv(server_bin, (char *const *)argv);
         fprintf(stderr, "exec %s: %s\n", server_bin, strerror(errno));
         _exit(127);
     }
@@ -1193,6 +1217,137 @@ static void finish_timeout_tests(void)
     }
 }
 
+/* ---- a client that stops reading, and too few descriptors ------------------------------ */
+
+/* test_slow_reader(): against a server started with -t SLOW_T_MS, a client
+ * asks for a 256 MiB file and reads nothing (default buffers, so the kernel
+ * may grow them). The server must give up about SLOW_T_MS after the client
+ * stopped taking bytes, with a reset the client sees without reading (POLLERR
+ * or POLLHUP); counting the kernel's buffer growth as progress made it 2-3
+ * times as long. Then a client that reads slowly but steadily (64 KiB every
+ * SLOW_T_MS / 4) must not be cut off within 3 * SLOW_T_MS. */
+static void test_slow_reader(void)
+{
+    atomic_store(&phase, "slow reader");
+    struct conn *c = conn_open();
+    CHECK(send_str(c, get_req("GET", "/huge.bin", NULL)), "send");
+    double t0 = now_s();
+    struct pollfd pf = { .fd = c->fd, .events = 0 };
+    int r = poll(&pf, 1, 20 * SLOW_T_MS);
+    double s = now_s() - t0;
+    fprintf(stderr, "client_test: a client that reads nothing: reset after %.2f s (-t %d ms)\n", s,
+            SLOW_T_MS);
+    CHECK(r == 1 && (pf.revents & (POLLERR | POLLHUP)), "no reset within %d ms (poll %d, revents %#x)",
+          20 * SLOW_T_MS, r, (unsigned)pf.revents);
+    CHECK(s >= 0.9 * SLOW_T_MS / 1000 && s <= 1.8 * SLOW_T_MS / 1000 + (SANITIZED_SLACK),
+          "reset after %.2f s with -t %d ms", s, SLOW_T_MS);
+    conn_close(c);
+
+    atomic_store(&phase, "slow but steady reader");
+    c = conn_open_rcvbuf(64 * 1024);
+    CHECK(send_str(c, get_req("GET", "/huge.bin", NULL)), "send");
+    t0 = now_s();
+    size_t got = 0;
+    while (now_s() - t0 < 3.0 * SLOW_T_MS / 1000) {
+        usleep(SLOW_T_MS * 1000 / 4);
+        ssize_t k = recv(c->fd, c->buf, sizeof c->buf, MSG_DONTWAIT);
+        CHECK(k > 0 || (k < 0 && errno == EAGAIN), "steady reader cut off after %.2f s, %zu bytes: %s",
+              now_s() - t0, got, k == 0 ? "EOF" : strerror(errno));
+        if (k > 0)
+            got += (size_t)k;
+    }
+    CHECK(got > 0, "the steady reader got nothing");
+    conn_close(c);
+}
+
+/* test_few_descriptors(): the server run with RLIMIT_NOFILE at 4 .. 12
+ * either answers a request (200, or 503 when it cannot open the file) or exits non-zero with a message on stderr within
+ * the I/O timeout, never listens in silence (at 7 it used to print
+ * "listening" and never answer: weft's poller could not start, and accept's
+ * EMFILE was retried forever). */
+static void test_few_descriptors(void)
+{
+    for (int lim = 4; lim <= 12; lim++) {
+        char what[64];
+        snprintf(what, sizeof what, "RLIMIT_NOFILE %d", lim);
+        atomic_store(&phase, "few descriptors");
+        int out[2], err[2];
+        if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
+            die("pipe: %s", strerror(errno));
+        pid_t pid = fork();
+        if (pid < 0)
+            die("fork: %s", strerror(errno));
+        if (pid == 0) {
+            dup2(out[1], 1);
+            dup2(err[1], 2);
+            struct rlimit rl = { (rlim_t)lim, (rlim_t)lim };
+            if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+                _exit(126);
+            execl(server_bin, server_bin, "-p", "0", "-r", rootdir, (char *)NULL);
+            _exit(127);
+        }
+        server_pid = pid;
+        close(out[1]);
+        close(err[1]);
+        char line[256] = "";
+        FILE *f = fdopen(out[0], "r");
+        bool listening = f && fgets(line, sizeof line, f) && sscanf(line, "listening on 127.0.0.1:%d", &port) == 1;
+        bool answered = false;
+        if (listening) {
+            int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            set_timeouts(fd, IO_TIMEOUT_S);
+            struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                     .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+            if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
+                const char *req = "GET / HTTP/1.0\r\n\r\n";
+                (void)!send(fd, req, strlen(req), MSG_NOSIGNAL);
+                char buf[64] = "";
+                ssize_t k = recv(fd, buf, sizeof buf - 1, 0);
+                answered = k > 9 && strncmp(buf, "HTTP/1.1 ", 9) == 0; /* 200, or 503 for no descriptors */
+                CHECK(answered || k >= 0 || errno != EAGAIN, "%s: no answer and no exit within %d s",
+                      what, IO_TIMEOUT_S);
+            }
+            close(fd);
+        }
+        if (f)
+            fclose(f);
+        else
+            close(out[0]);
+        int st = 0;
+        if (answered) {
+            kill(pid, SIGTERM);
+            waitpid(pid, &st, 0);
+        } else {
+            double until = now_s() + IO_TIMEOUT_S;
+            pid_t w = 0;
+            while ((w = waitpid(pid, &st, WNOHANG)) == 0 && now_s() < until)
+                usleep(10000);
+            if (w == 0) {
+                kill(pid, SIGKILL);
+                waitpid(pid, &st, 0);
+                CHECK(0, "%s: %s and neither answered nor exited", what,
+                      listening ? "listening" : "not listening");
+            }
+        }
+        server_pid = 0;
+        char msg[1024];
+        ssize_t m = read(err[0], msg, sizeof msg - 1);
+        msg[m > 0 ? m : 0] = '\0';
+        close(err[0]);
+        char *nl = strrchr(msg, '\n');
+        if (nl && nl[1] == '\0')
+            *nl = '\0';
+        fprintf(stderr, "client_test: %s: %s\n", what,
+                answered ? "answered" : listening ? "listened, then exited" : "exited at start");
+        if (!answered) {
+            CHECK(!WIFEXITED(st) || WEXITSTATUS(st) != 0, "%s: exit status 0 without serving", what);
+            CHECK(m > 0, "%s: exited (status %d) without a message", what, st);
+            if (listening)
+                CHECK(strstr(msg, "cannot serve") != NULL, "%s: unexpected message '%s'", what, msg);
+        }
+    }
+}
+
 /* ---- main ------------------------------------------------------------------------------ */
 
 static void stop_server(void)
@@ -1254,6 +1409,12 @@ int main(int argc, char **argv)
     CHECK(server_alive(), "the server died");
     expect_get("/", 200, file_named("index.html"));
     stop_server();
+
+    static const char *const slow_args[] = { "-t", SLOW_T_ARG, NULL };
+    start_server_args(slow_args);
+    test_slow_reader();
+    stop_server();
+    test_few_descriptors();
 
     free(big);
     int f = atomic_load(&failures);
