@@ -273,6 +273,16 @@ static inline void weft__outside_leave(void)
     atomic_fetch_sub_explicit(&weft__rt.outside_calls, 1, memory_order_release);
 }
 
+/* After fork(), in the child (vcore.c's handler calls each): put the
+ * module's process-wide state back to "never started", without freeing what
+ * the parent's threads may have been changing. weft__uthread_forked(ut):
+ * the calling kernel thread was uthread ut (or NULL) in the parent. */
+void weft__uthread_forked(struct weft_uthread *ut);
+void weft__notif_forked(void);
+void weft__stack_forked(void);
+void weft__futex_forked(void);
+void weft__io_forked(void);
+
 /* weft__sched_resolve() sets rt->take_local and rt->thread_runnable from
  * rt->ops (uthread.c). */
 void weft__sched_resolve(struct weft__runtime *rt);

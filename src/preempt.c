@@ -388,6 +388,11 @@ static pthread_t ticker;
 static bool ticker_started;              /* weft_init / weft_shutdown (init lock) */
 static _Atomic bool ticker_stop;
 static uint32_t ticker_word;             /* futex: bumped when the ticker must look again */
+/* The ticker's per-vcore bookkeeping; the ticker's own (made and freed by
+ * it). Globals, not locals, so that a fork child still reaches them. */
+static uint64_t *tk_seen, *tk_since;
+static unsigned *tk_looks;
+static void *volatile tk_parents[3]; /* a fork child: the parent ticker's, kept reachable */
 
 static void ticker_poke(void)
 {
@@ -455,8 +460,9 @@ static void *ticker_main(void *arg)
     struct weft__runtime *rt = &weft__rt;
     ticker_place(rt);
     int n = rt->nvcores;
-    uint64_t *seen = calloc((size_t)n, sizeof *seen), *since = calloc((size_t)n, sizeof *since);
-    unsigned *looks = calloc((size_t)n, sizeof *looks);
+    uint64_t *seen = tk_seen = calloc((size_t)n, sizeof *seen);
+    uint64_t *since = tk_since = calloc((size_t)n, sizeof *since);
+    unsigned *looks = tk_looks = calloc((size_t)n, sizeof *looks);
     uint64_t prev_look = 0;                  /* time of the previous look */
     for (int i = 0; seen && i < n; i++)
         seen[i] = UINT64_MAX; /* not looked at yet */
@@ -518,6 +524,8 @@ static void *ticker_main(void *arg)
     free(seen);
     free(since);
     free(looks);
+    tk_seen = tk_since = NULL;
+    tk_looks = NULL;
     return NULL;
 }
 
@@ -531,6 +539,17 @@ int weft__notif_started(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     ticker_started = r == 0;
     return r;
+}
+
+void weft__notif_forked(void)
+{
+    tk_parents[0] = tk_seen, tk_parents[1] = tk_since, tk_parents[2] = tk_looks;
+    tk_seen = tk_since = NULL;
+    tk_looks = NULL;
+    ticker_started = false; /* threads and POSIX timers are not inherited */
+    __atomic_store_n(&weft__yield_flag, 0, __ATOMIC_RELAXED);
+    atomic_store_explicit(&ticker_stop, false, memory_order_relaxed);
+    __atomic_store_n(&ticker_word, 0, __ATOMIC_RELAXED);
 }
 
 void weft__notif_stopping(void)

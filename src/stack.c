@@ -258,6 +258,14 @@ void weft__stack_fini(void)
     unmap_list(l);
 }
 
+void weft__stack_forked(void)
+{
+    /* The cached stacks stay mapped (a thread may have been moving one). */
+    global_cache.lock = 0;
+    global_cache.list = NULL;
+    global_cache.n = 0;
+}
+
 int weft__stack_vcore_init(struct weft__vcore *vc)
 {
     vc->cache = NULL;

@@ -19,12 +19,17 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "internal.h"
 
 static __thread char tls_token; /* identity of an outside kernel thread */
+/* In a fork child: the uthread the caller was in the parent (its identity
+ * for the locks it held), else NULL. */
+static __thread struct weft_uthread *tls_forked_from;
+static _Atomic int shutdown_waiting; /* set while weft_shutdown waits for live == 0 */
 
 /* current(): the calling uthread, or NULL. Only at the start of an
  * exported function, never cached across a switch (see weft__vc_at_entry). */
@@ -42,7 +47,22 @@ weft_t weft_self(void)
 void *weft__self_token(void)
 {
     struct weft_uthread *ut = current();
-    return ut ? (void *)ut : (void *)&tls_token;
+    if (ut)
+        return ut;
+    return tls_forked_from ? (void *)tls_forked_from : (void *)&tls_token;
+}
+
+void weft__uthread_forked(struct weft_uthread *ut)
+{
+    tls_forked_from = ut;
+    atomic_store_explicit(&shutdown_waiting, 0, memory_order_relaxed);
+}
+
+/* forked_exit(): a fork child's copy of a uthread has finished its
+ * function: it was the process's last thread. */
+static _Noreturn void forked_exit(void)
+{
+    exit(0);
 }
 
 /* ---- switching ------------------------------------------------------------ */
@@ -270,7 +290,6 @@ void weft_uthread_blocked(struct weft_uthread *t, int why)
 
 /* ---- life and death ------------------------------------------------------- */
 
-static _Atomic int shutdown_waiting; /* set while weft_shutdown waits for live == 0 */
 
 static void live_dec(void)
 {
@@ -329,7 +348,10 @@ static void uthread_start(void *arg)
 {
     struct weft_uthread *ut = arg;
     weft__san_arrive(NULL, NULL, NULL);
-    uthread_finish(ut, ut->fn(ut->arg));
+    void *r = ut->fn(ut->arg);
+    if (WEFT__UNLIKELY(!weft__vc()))
+        forked_exit(); /* a fork child's copy of ut: no vcore under it */
+    uthread_finish(ut, r);
 }
 
 #define KNOWN_FLAGS (WEFT_DETACHED | WEFT_STACK_COPY | WEFT_ON_VCORE | WEFT_PINNED)
@@ -462,8 +484,11 @@ int weft_detach(weft_t t)
 _Noreturn void weft_exit(void *result)
 {
     struct weft_uthread *ut = current();
-    if (!ut)
+    if (!ut) {
+        if (tls_forked_from)
+            forked_exit(); /* its pthread is the vcore's: not on this stack */
         pthread_exit(result);
+    }
     uthread_finish(ut, result);
 }
 

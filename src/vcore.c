@@ -1036,6 +1036,55 @@ out:
     return r;
 }
 
+/* ---- fork ----------------------------------------------------------------------- */
+
+/* After fork() the child has one kernel thread, the caller, as with pthreads.
+ * The parent's vcores, uthreads, timers, scheduler queues and poller do not
+ * exist in the child; their memory is left as the fork found it (other
+ * threads may have been changing it), and every piece of weft's process-wide
+ * state is put back to "never started": the next call that needs the runtime
+ * starts a fresh one (new vcores, new poller). A uthread that called fork()
+ * goes on in the child as a plain kernel thread on its own stack: weft_self()
+ * is NULL, blocking calls block the thread, the weft mutexes it held are
+ * still its own, and returning from its function (or weft_exit) ends the
+ * process with status 0, as the last thread's exit does. Only stores and
+ * close/munmap here: the child may be about to exec. */
+static struct weft__vcore *volatile forked_vcores; /* the parent's, kept reachable (leak checkers) */
+
+static void atfork_child(void)
+{
+    struct weft__runtime *rt = &weft__rt;
+    struct weft__vcore *vc = weft__tls_vc;
+    weft__uthread_forked(vc ? vc->current : NULL);
+    weft__tls_vc = NULL;
+    pthread_mutex_init(&init_lock, NULL);
+    if (atomic_load_explicit(&rt->state, memory_order_relaxed) != WEFT__OFF) {
+        forked_vcores = rt->vcores; /* left mapped: the caller may be on a vcore's stack */
+        rt->vcores = NULL;
+        rt->nvcores = 0;
+        rt->idle = NULL;
+        rt->idle_lock = 0;
+        atomic_store_explicit(&rt->nspinning, 0, memory_order_relaxed);
+        atomic_store_explicit(&rt->nparked, 0, memory_order_relaxed);
+        rt->timer_sleeper = -1;
+        rt->timer_sleep_until = UINT64_MAX;
+        __atomic_store_n(&rt->live, 0, __ATOMIC_RELAXED);
+        atomic_store_explicit(&rt->outside_wakers, 0, memory_order_relaxed);
+        atomic_store_explicit(&rt->outside_calls, 0, memory_order_relaxed);
+        atomic_store_explicit(&rt->closing, false, memory_order_relaxed);
+        weft__notif_forked();
+        weft__stack_forked();
+        atomic_store_explicit(&rt->state, WEFT__OFF, memory_order_relaxed);
+    }
+    weft__futex_forked();
+    weft__io_forked();
+}
+
+__attribute__((constructor)) static void atfork_register(void)
+{
+    pthread_atfork(NULL, NULL, atfork_child);
+}
+
 int weft__outside_enter(int how)
 {
     struct weft__runtime *rt = &weft__rt;

@@ -59,8 +59,12 @@ enum weft_block_why {
 
 struct weft_sched_ops {
     const char *name;
-    /* Called once by weft_init() before any vcore runs, with the vcore count.
-     * Returns 0 or an errno value (weft_init() then fails with it). May be NULL. */
+    /* Called by every weft_init() before any vcore runs, with the vcore count:
+     * set the scheduler's state up from scratch. In the child of a fork() it
+     * is called again without fini: the state it finds is the parent's copy,
+     * holding uthreads that do not exist there, and possibly half-changed by
+     * the parent's other threads: drop it, never use or free it. Returns 0
+     * or an errno value (weft_init() then fails with it). May be NULL. */
     int (*init)(int nvcores);
     /* Called by weft_shutdown() after the vcores stopped. May be NULL. */
     void (*fini)(void);

@@ -66,6 +66,22 @@ int weft_init(const struct weft_config *cfg);
  * all done. */
 void weft_shutdown(void);
 
+/* fork(): as with pthreads, the child has one thread, the caller. weft's
+ * fork handler (pthread_atfork) gives the child a runtime that was never
+ * started: none of the parent's vcores, uthreads, alarms or poller exist
+ * there, and the next call that needs the runtime starts a fresh one with
+ * the defaults (new vcores, a new poller of its own; descriptors the parent
+ * used through weft keep their blocking behaviour). A uthread that forks goes
+ * on in the child as a plain kernel thread on its stack: weft_self() is
+ * NULL, blocking calls block the thread, weft mutexes it held are still its
+ * own, and returning from its function (or weft_exit) ends the child with
+ * status 0, as the last thread's exit does. Synchronisation objects that
+ * other uthreads held or waited on at the fork stay as the fork found them
+ * (using them in the child is undefined, as with pthreads); the parent's
+ * runtime memory is not reclaimed in the child. The parent is unaffected.
+ * fork + exec, posix_spawn() and system() just work. From vcore context (an
+ * alarm callback, a scheduler op) the child may only exec or _exit. */
+
 /* ---- uthreads ------------------------------------------------------------ */
 
 typedef struct weft_uthread *weft_t;

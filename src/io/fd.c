@@ -102,6 +102,39 @@ int weft__io_start(void)
     return e;
 }
 
+void weft__io_forked(void)
+{
+    const struct weft__poller_ops *p = atomic_load_explicit(&weft__poller, memory_order_relaxed);
+    if (p && p->forget)
+        p->forget();
+    atomic_store_explicit(&weft__poller, NULL, memory_order_relaxed);
+    pthread_mutex_init(&start_lock, NULL);
+    atomic_store_explicit(&weft__io_nwaiting, 0, memory_order_relaxed);
+    atomic_store_explicit(&last_poll, 0, memory_order_relaxed);
+    /* Every entry goes back to "not seen": the new poller has none of them
+     * registered, and their waiters were the parent's. A descriptor weft
+     * made non-blocking stays so (the flag belongs to the open file, shared
+     * with the parent), so remember it was weft's doing. */
+    for (int c = 0; c < FD_TOP; c++) {
+        struct weft__fd *chunk = atomic_load_explicit(&fdtab[c], memory_order_relaxed);
+        for (int i = 0; chunk && i < FD_CHUNK; i++) {
+            struct weft__fd *f = &chunk[i];
+            int kind = atomic_load_explicit(&f->kind, memory_order_relaxed);
+            f->lock = 0;
+            f->weft_nonblock = kind == WEFT__FD_POLLED && !f->user_nonblock;
+            f->user_nonblock = false;
+            atomic_store_explicit(&f->kind, WEFT__FD_UNKNOWN, memory_order_relaxed);
+            atomic_fetch_add_explicit(&f->gen, 1, memory_order_relaxed);
+            for (int d = 0; d < 2; d++) {
+                f->d[d].q = (struct weft__waitq){ 0, 0, NULL, NULL };
+                f->d[d].armed = false;
+            }
+            f->any = (struct weft__waitq){ 0, 0, NULL, NULL };
+        }
+    }
+    weft__offload_forked();
+}
+
 const char *weft_poller_name(void)
 {
     const struct weft__poller_ops *p = atomic_load_explicit(&weft__poller, memory_order_acquire);
@@ -152,7 +185,8 @@ static int classify(struct weft__fd *f, const struct weft__poller_ops *p)
     int fl = fcntl(f->fd, F_GETFL);
     if (fl < 0)
         return errno;
-    f->user_nonblock = (fl & O_NONBLOCK) != 0;
+    f->user_nonblock = (fl & O_NONBLOCK) != 0 && !f->weft_nonblock;
+    f->weft_nonblock = false;
     int kind = WEFT__FD_DIRECT;
     struct stat st;
     if (f->fd <= 2) {
@@ -319,6 +353,7 @@ void weft__fd_drop(int fd)
     atomic_fetch_add_explicit(&f->gen, 1, memory_order_relaxed);
     atomic_store_explicit(&f->kind, WEFT__FD_UNKNOWN, memory_order_relaxed);
     f->user_nonblock = false;
+    f->weft_nonblock = false;
     struct weft__waitq *qs[3] = { &f->d[0].q, &f->d[1].q, &f->any };
     for (int i = 0; i < 3; i++) {
         struct weft__waiter *all = weft__waitq_take_all(qs[i]);

@@ -47,6 +47,15 @@ static void read_max(void)
     pool.max = v > 0 && v <= 4096 ? (int)v : 64;
 }
 
+void weft__offload_forked(void)
+{
+    /* The helpers are not in the child, nor the uthreads their jobs wake. */
+    pthread_mutex_init(&pool.m, NULL);
+    pthread_cond_init(&pool.cv, NULL);
+    pool.head = pool.tail = NULL;
+    pool.nthreads = pool.nidle = pool.nqueued = 0;
+}
+
 static void *helper(void *unused)
 {
     (void)unused;

@@ -130,6 +130,15 @@ static int wait_epoll(uint64_t deadline)
     return woken;
 }
 
+static void forget_epoll(void)
+{
+    /* The instance and its registrations are the parent's too: only our
+     * descriptors go (no EPOLL_CTL_DEL, which would remove them for it). */
+    syscall(SYS_close, epfd);
+    syscall(SYS_close, evfd);
+    epfd = evfd = -1;
+}
+
 static void wakeup_epoll(void)
 {
     uint64_t one = 1;
@@ -147,6 +156,7 @@ const struct weft__poller_ops weft__poll_epoll = {
     .arm = arm_epoll,
     .del = del_epoll,
     .wait = wait_epoll,
+    .forget = forget_epoll,
     .wakeup = wakeup_epoll,
     .file_rw = NULL,
 };

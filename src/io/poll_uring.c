@@ -172,6 +172,16 @@ reap:;
     return woken;
 }
 
+static void forget_uring(void)
+{
+    /* Unmaps our copy of the rings and closes our descriptor; the parent's
+     * ring (the same kernel object) is untouched. No ring fd is registered,
+     * so nothing else is undone. */
+    io_uring_queue_exit(&ring);
+    sq_lock = cq_lock = 0;
+    atomic_store_explicit(&wake_pending, false, memory_order_relaxed);
+}
+
 static void wakeup_uring(void)
 {
     atomic_store_explicit(&wake_pending, true, memory_order_seq_cst);
@@ -213,6 +223,7 @@ const struct weft__poller_ops weft__poll_uring = {
     .arm = arm_uring,
     .del = del_uring,
     .wait = wait_uring,
+    .forget = forget_uring,
     .wakeup = wakeup_uring,
     .file_rw = file_rw_uring,
 };

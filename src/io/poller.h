@@ -56,6 +56,8 @@ struct weft__fd {
     _Atomic uint32_t gen;        /* bumped by close/forget; written under lock */
     _Atomic int kind;            /* enum weft__fd_kind; written under lock */
     bool user_nonblock;          /* O_NONBLOCK before weft saw it: no blocking emulation */
+    bool weft_nonblock;          /* fork child: weft set O_NONBLOCK in the parent (the flag is
+                                    the open file's, shared): not the user's; under lock */
     struct weft__fd_dir d[2];    /* WEFT__RD, WEFT__WR */
     struct weft__waitq any;      /* weft_poll_fd() waiters; guarded by lock */
 };
@@ -74,6 +76,9 @@ struct weft__poller_ops {
      * through weft__fd_event() and wakes their waiters. Returns how many
      * waiters it woke. One caller at a time blocks; others return 0. */
     int (*wait)(uint64_t deadline);
+    /* In a fork child: let go of the backend without touching what the
+     * parent still uses (close our descriptors, unmap our copy). */
+    void (*forget)(void);
     /* Makes a blocked wait() return soon. Any thread. */
     void (*wakeup)(void);
     /* Regular-file read or write through the backend (may be NULL): returns
@@ -115,6 +120,9 @@ int weft__fd_wait(struct weft__fd *f, uint32_t gen, int dirs, uint32_t seq_rd, u
 /* weft__fd_pass() hands readiness on to the next waiter of dir after a call
  * that succeeded: the descriptor may hold more than the caller took. */
 void weft__fd_pass(struct weft__fd *f, int dir);
+
+/* weft__offload_forked(): the offload pool back to "no helpers" (fork child). */
+void weft__offload_forked(void);
 
 /* weft__fd_drop() forgets fd (generation bump, poller removal) and wakes
  * every waiter on it with EBADF. */

@@ -72,8 +72,19 @@ static void thread_paused_fifo(struct weft_uthread *t)
     push(t);
 }
 
+/* init_fifo(): an empty queue (in a fork child it holds the parent's
+ * uthreads, which do not exist there). */
+static int init_fifo(int nvcores)
+{
+    (void)nvcores;
+    q.lock = (weft_spinlock_t)WEFT_SPINLOCK_INIT;
+    q.head = q.tail = NULL;
+    return 0;
+}
+
 const struct weft_sched_ops weft__sched_fifo = {
     .name = "fifo",
+    .init = init_fifo,
     .sched_entry = sched_entry_fifo,
     .thread_runnable = thread_runnable_fifo,
     .thread_paused = thread_paused_fifo,

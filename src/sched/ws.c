@@ -121,6 +121,7 @@ struct vq {
 
 static struct vq *vqs;               /* one per vcore; fixed between init and fini */
 static int nvq;
+static struct vq *volatile parents_vqs;      /* a fork child's copy of the parent's vqs (init_ws) */
 static bool solo;                    /* one vcore: no thieves, no RMW on the rings */
 
 /* The injection queue: work from outside kernel threads, and overflow. */
@@ -688,6 +689,11 @@ static void poked_ws(void)
 
 static int init_ws(int nvcores)
 {
+    /* vqs is set only in a fork child (fini clears it): the parent's queues,
+     * which its vcores may have been changing. Not ours to use or free; kept
+     * reachable for leak checkers. */
+    if (vqs)
+        parents_vqs = vqs;
     vqs = aligned_alloc(64, sizeof *vqs * (size_t)nvcores);
     if (!vqs)
         return ENOMEM;

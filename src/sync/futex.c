@@ -23,6 +23,13 @@ static struct bucket *bucket_of(const uint32_t *addr)
     return &buckets[(a >> 32) % NBUCKETS];
 }
 
+void weft__futex_forked(void)
+{
+    /* The waiters were the parent's uthreads and threads: none is here. */
+    for (int i = 0; i < NBUCKETS; i++)
+        buckets[i].q = (struct weft__waitq){ 0, 0, NULL, NULL };
+}
+
 int weft_futex_wait(uint32_t *addr, uint32_t val, uint64_t deadline_ns)
 {
     if (!addr || ((uintptr_t)addr & 3) || weft__deadline_check(deadline_ns))
