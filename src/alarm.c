@@ -478,6 +478,8 @@ int weft_sleep_until_ns(uint64_t deadline)
     }
     if (deadline <= weft__now_ns())
         return 0;
+    if (WEFT__UNLIKELY(weft__refused_here()))
+        return EDEADLK; /* a signal handler that interrupted weft */
     struct sleeper s;
     weft_alarm_init(&s.al, sleep_fire);
     s.al.deadline = deadline;

@@ -4,9 +4,10 @@
  *
  * A vcore's pending events are one word, ev_bits: bit t for each of weft's
  * own payload-less types (posted lock-free, also from signal handlers), and
- * WEFT__EV_QUEUED when its message array ev_q (under ev_lock) holds
- * application messages. weft__chores_due() reads the word at every
- * scheduling decision, so handle_events runs at the top of vcore context.
+ * WEFT__EV_SIGQ when its sigq holds application messages or work a signal
+ * handler left (a bounded lock-free queue, see internal.h).
+ * weft__chores_due() reads the word at every scheduling decision, so
+ * handle_events runs at the top of vcore context.
  *
  * Getting a vcore's attention, after posting:
  *   - parked: weft_vcore_wake() (its sleep also re-checks ev_bits: a post
@@ -18,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include "internal.h"
@@ -48,25 +50,6 @@ int weft_event_register(unsigned type, weft_event_fn fn, void *arg)
 
 /* ---- posting ---------------------------------------------------------------------- */
 
-static int queue_push(struct weft__vcore *vc, unsigned type, uintptr_t payload)
-{
-    weft__spin_lock(&vc->ev_lock);
-    if (vc->ev_n == vc->ev_cap) {
-        unsigned cap = vc->ev_cap ? vc->ev_cap * 2 : 64;
-        struct weft__msg *q = realloc(vc->ev_q, sizeof *q * cap);
-        if (!q) {
-            weft__spin_unlock(&vc->ev_lock);
-            return ENOMEM;
-        }
-        vc->ev_q = q;
-        vc->ev_cap = cap;
-    }
-    vc->ev_q[vc->ev_n++] = (struct weft__msg){ type, payload };
-    weft__event_post_bits(vc, WEFT__EV_QUEUED); /* under the lock: see handle_events */
-    weft__spin_unlock(&vc->ev_lock);
-    return 0;
-}
-
 /* attention() makes vc look at its events soon (see the top of this file). */
 static void attention(struct weft__vcore *vc)
 {
@@ -96,9 +79,34 @@ int weft_vcore_notify(int vcore, unsigned type, uintptr_t payload)
     if (vcore >= 0 && vcore < rt->nvcores && type >= WEFT_EV_USER && type < WEFT_EV_MAX &&
         atomic_load_explicit(&handlers[type].fn, memory_order_acquire)) {
         struct weft__vcore *vc = &rt->vcores[vcore];
-        r = queue_push(vc, type, payload);
-        if (!r)
-            attention(vc);
+        /* The queue is lock-free and allocates nothing: any context, signal
+         * handlers included. From a handler that may have interrupted weft,
+         * the vcore is only told (never switched to from here). */
+        struct weft__vcore *me = weft__vc_at_entry();
+        if (WEFT__UNLIKELY(weft__reentered(me))) {
+            r = weft__defer_msg(vc, type, payload) ? 0 : EAGAIN;
+        } else {
+            /* Full: wait for the vcore to handle some (FIFO per sender is
+             * kept); vcore context cannot wait for a vcore. */
+            r = 0;
+            while (!weft__sigq_put_msg(vc, type, payload)) {
+                if ((me && !me->current) || atomic_load(&rt->closing)) {
+                    r = EAGAIN; /* vcore context, or a shutdown waits for us */
+                    break;
+                }
+                weft__event_post_bits(vc, 1ull << WEFT__EV_SIGQ);
+                attention(vc);
+                if (me)
+                    weft_yield(); /* our own vcore may be the one to drain it */
+                else
+                    sched_yield();
+                me = weft__vc_at_entry(); /* a uthread may have moved */
+            }
+            if (!r) {
+                weft__event_post_bits(vc, 1ull << WEFT__EV_SIGQ);
+                attention(vc);
+            }
+        }
     }
     if (outside)
         weft__outside_leave();
@@ -119,6 +127,135 @@ void weft_vcore_poke(int id)
     }
     if (outside)
         weft__outside_leave();
+}
+
+/* ---- signal-safe deferral (see internal.h) ---------------------------------------- */
+
+__thread unsigned weft__tls_crit __attribute__((tls_model("initial-exec")));
+
+void weft__sigq_init(struct weft__vcore *vc)
+{
+    struct weft__sigq *q = &vc->sigq;
+    atomic_init(&q->tail, 0);
+    q->head = 0;
+    atomic_init(&q->overflow, false);
+    atomic_init(&q->unparks, NULL);
+    for (uint64_t i = 0; i < WEFT__SIGQ_CAP; i++)
+        atomic_init(&q->slot[i].seq, i);
+}
+
+/* sigq_put() claims a slot, fills it and publishes it; false when full. A
+ * producer interrupted between claim and publish by a handler that puts too
+ * only delays the consumer, which stops at the unpublished slot. */
+static bool sigq_put(struct weft__sigq *q, unsigned kind, unsigned type, uintptr_t a, uintptr_t b)
+{
+    uint64_t pos = atomic_load_explicit(&q->tail, memory_order_relaxed);
+    for (;;) {
+        struct weft__sigmsg *m = &q->slot[pos % WEFT__SIGQ_CAP];
+        uint64_t seq = atomic_load_explicit(&m->seq, memory_order_acquire);
+        int64_t d = (int64_t)(seq - pos);
+        if (d == 0) {
+            if (atomic_compare_exchange_weak_explicit(&q->tail, &pos, pos + 1, memory_order_relaxed,
+                                                      memory_order_relaxed)) {
+                m->kind = kind;
+                m->type = type;
+                m->a = a;
+                m->b = b;
+                atomic_store_explicit(&m->seq, pos + 1, memory_order_release);
+                return true;
+            }
+        } else if (d < 0) {
+            return false; /* full: the vcore has not drained the slot a lap ago */
+        } else {
+            pos = atomic_load_explicit(&q->tail, memory_order_relaxed);
+        }
+    }
+}
+
+/* sig_attention(): vc will see WEFT__EV_SIGQ at its next decision; wake it
+ * if it is parked, signal it if it runs a uthread (not our own vcore: the
+ * handler returns to it, and its next decision comes). Lock-free. */
+static void sig_attention(struct weft__vcore *vc)
+{
+    weft__event_post_bits(vc, 1ull << WEFT__EV_SIGQ);
+    if (vc == weft__vc())
+        return;
+    weft__vcore_wake_signal_safe(vc);
+    if (weft_vcore_busy(vc->id) &&
+        !atomic_exchange_explicit(&vc->notif_sent, true, memory_order_seq_cst))
+        weft__notif_signal(vc);
+}
+
+static struct weft__vcore *defer_target(struct weft__vcore *vc, int hint)
+{
+    if (vc)
+        return vc;
+    int n = weft__rt.nvcores;
+    return &weft__rt.vcores[hint >= 0 && hint < n ? hint : 0];
+}
+
+void weft__defer_unpark(struct weft__vcore *vc, struct weft_uthread *t)
+{
+    vc = defer_target(vc, t->link.vcore);
+    struct weft_uthread *head = atomic_load_explicit(&vc->sigq.unparks, memory_order_relaxed);
+    do
+        t->sig_next = head;
+    while (!atomic_compare_exchange_weak_explicit(&vc->sigq.unparks, &head, t, memory_order_release,
+                                                  memory_order_relaxed));
+    sig_attention(vc);
+}
+
+void weft__defer_futex_wake(struct weft__vcore *vc, uint32_t *addr, int n)
+{
+    vc = defer_target(vc, -1);
+    if (!sigq_put(&vc->sigq, WEFT__SIG_WAKE, 0, (uintptr_t)addr, (uintptr_t)n))
+        atomic_store_explicit(&vc->sigq.overflow, true, memory_order_release);
+    sig_attention(vc);
+}
+
+bool weft__sigq_put_msg(struct weft__vcore *target, unsigned type, uintptr_t payload)
+{
+    return sigq_put(&target->sigq, WEFT__SIG_MSG, type, payload, 0);
+}
+
+bool weft__defer_msg(struct weft__vcore *target, unsigned type, uintptr_t payload)
+{
+    if (!weft__sigq_put_msg(target, type, payload))
+        return false;
+    sig_attention(target);
+    return true;
+}
+
+static void call(unsigned type, uintptr_t payload);
+
+uint64_t weft__sigq_drain(struct weft__vcore *vc)
+{
+    struct weft__sigq *q = &vc->sigq;
+    uint64_t n = 0;
+    struct weft_uthread *t = atomic_exchange_explicit(&q->unparks, NULL, memory_order_acquire);
+    while (t) {
+        struct weft_uthread *next = t->sig_next; /* read before t can run */
+        weft_uthread_runnable(t);
+        t = next;
+        n++;
+    }
+    if (atomic_exchange_explicit(&q->overflow, false, memory_order_acquire))
+        weft__futex_wake_everyone();
+    for (;;) {
+        struct weft__sigmsg *m = &q->slot[q->head % WEFT__SIGQ_CAP];
+        if (atomic_load_explicit(&m->seq, memory_order_acquire) != q->head + 1)
+            break; /* empty, or a producer still filling it (it posts again) */
+        unsigned kind = m->kind, type = m->type;
+        uintptr_t a = m->a, b = m->b;
+        atomic_store_explicit(&m->seq, q->head + WEFT__SIGQ_CAP, memory_order_release);
+        q->head++;
+        if (kind == WEFT__SIG_WAKE)
+            weft__futex_wake_now((uint32_t *)a, (int)b);
+        else if (kind == WEFT__SIG_MSG)
+            call(type, a);
+        n++;
+    }
+    return n;
 }
 
 /* ---- handling ---------------------------------------------------------------------- */
@@ -157,20 +294,8 @@ void weft__events_handle(struct weft__vcore *vc)
         weft__rt.ops->poked();
         n++;
     }
-    if (bits & WEFT__EV_QUEUED) {
-        /* Take the whole array; senders start a new one. Messages posted
-         * after the exchange above set the bit again under the lock. */
-        weft__spin_lock(&vc->ev_lock);
-        struct weft__msg *q = vc->ev_q;
-        unsigned len = vc->ev_n;
-        vc->ev_q = NULL;
-        vc->ev_n = vc->ev_cap = 0;
-        weft__spin_unlock(&vc->ev_lock);
-        for (unsigned i = 0; i < len; i++)
-            call(q[i].type, q[i].payload);
-        free(q);
-        n += len;
-    }
+    if (bits & (1ull << WEFT__EV_SIGQ))
+        n += weft__sigq_drain(vc);
     atomic_store_explicit(&vc->st.events,
                           atomic_load_explicit(&vc->st.events, memory_order_relaxed) + n,
                           memory_order_relaxed);

@@ -28,7 +28,13 @@
 #define WEFT__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define WEFT__CONTAINER(p, type, field) ((type *)(void *)((char *)(p) - offsetof(type, field)))
 #define WEFT__NOINLINE __attribute__((noinline))
-#define WEFT__ALTSTACK_SIZE (64 * 1024) /* each vcore's SIGSEGV stack */
+/* Each vcore's signal stack: weft's SIGSEGV handler, and an application's
+ * SA_ONSTACK handlers (sanitizer builds' frames are several times larger). */
+#if defined(WEFT_ASAN) || defined(WEFT_TSAN)
+#define WEFT__ALTSTACK_SIZE (512 * 1024)
+#else
+#define WEFT__ALTSTACK_SIZE (64 * 1024)
+#endif
 
 /* libweft never calls the libc functions the shim (src/shim) interposes —
  * read, write, readv, writev, recv*, send*, accept*, connect, close, poll,
@@ -85,11 +91,33 @@ struct weft_uthread {
     size_t stack_size;               /* usable stack below this struct */
     size_t asked_size;               /* the stack size the application asked for (rounded) */
     struct weft_uthread *cache_next; /* stack cache link; owned by the cache */
+    struct weft_uthread *sig_next;   /* a vcore's deferred unparks (event.c); owned by the
+                                        unparker that won the park word, then the vcore */
     struct weft__san san;            /* sanitizer state; switch paths only */
     char name[32];                   /* fixed at spawn; "" = none */
 };
 
 /* ---- vcores -------------------------------------------------------------- */
+
+/* A vcore's queue (event.c): application messages (weft_vcore_notify), and
+ * what a signal handler's weft call left for the vcore to do: a bounded
+ * lock-free queue (many producers, the vcore consumes; nothing allocated,
+ * so any context may post) of messages and futex wake-ups, and a lock-free
+ * stack of uthreads to make runnable. */
+#define WEFT__SIGQ_CAP 1024
+enum { WEFT__SIG_NOP, WEFT__SIG_WAKE, WEFT__SIG_MSG };
+struct weft__sigmsg {
+    _Atomic uint64_t seq;            /* slot ticket: pos (free), pos + 1 (filled) */
+    unsigned kind, type;             /* WEFT__SIG_*; the message type */
+    uintptr_t a, b;                  /* WAKE: address, count; MSG: payload */
+};
+struct weft__sigq {
+    _Atomic uint64_t tail;           /* producers claim slots here (CAS) */
+    uint64_t head;                   /* the vcore's next slot; vcore context only */
+    _Atomic bool overflow;           /* a wake-up found the queue full: wake every sleeper */
+    struct weft_uthread *_Atomic unparks; /* linked by sig_next */
+    struct weft__sigmsg slot[WEFT__SIGQ_CAP];
+};
 
 /* A vcore's alarms (alarm.c). */
 struct weft__heap {
@@ -162,12 +190,9 @@ struct weft__vcore {
                                         not made by a direct hand-off */
     } st;
     _Alignas(WEFT__CACHELINE) _Atomic uint64_t ev_bits; /* pending events: bit t = type t
-                                        (weft's own), WEFT__EV_QUEUED = ev_q holds some */
+                                        (weft's own; WEFT__EV_SIGQ: sigq holds some) */
     _Atomic bool notif_sent;         /* a notification signal is on its way; cleared by
                                         handle_events before it takes ev_bits */
-    uint32_t ev_lock;                /* spinlock: ev_q, ev_n, ev_cap */
-    struct weft__msg *ev_q;          /* queued messages, oldest first; guarded by ev_lock */
-    unsigned ev_n, ev_cap;           /* guarded by ev_lock */
     /* park protocol, see vcore.c */
     _Alignas(WEFT__CACHELINE) uint32_t park_word; /* futex: 1 = wake up; set by kickers */
     _Atomic bool parked;             /* on the idle list; written under rt.idle_lock */
@@ -183,18 +208,17 @@ struct weft__vcore {
     } trace[WEFT__TRACE];
     _Atomic unsigned trace_n;        /* entries written so far */
     _Alignas(WEFT__CACHELINE) struct weft__heap heap; /* alarms started here */
+    _Alignas(WEFT__CACHELINE) struct weft__sigq sigq; /* signal handlers' leftovers */
 } __attribute__((aligned(WEFT__CACHELINE)));
 
 
-/* A queued event message (event.c). */
-struct weft__msg {
-    unsigned type;
-    uintptr_t payload;
-};
-#define WEFT__EV_QUEUED (1ull << 63)
 /* A weft-internal payload-less event type (3..7 are free for weft's own):
  * weft_vcore_poke() asks the vcore to call ops->poked. */
 #define WEFT__EV_SCHED 3u
+/* ... and WEFT__EV_SIGQ: the vcore's sigq holds messages, or work a signal
+ * handler left. */
+#define WEFT__EV_SIGQ 4u
+
 
 /* ---- the runtime ------------------------------------------------------------- */
 
@@ -244,6 +268,74 @@ static inline struct weft__vcore *weft__vc_at_entry(void)
 {
     return weft__tls_vc;
 }
+
+/* ---- signal-safe calls (event.c) ------------------------------------------------
+ *
+ * weft_unpark(), weft_sem_post() (through weft_futex_wake()) and
+ * weft_vcore_notify() may be called from a signal handler. Such a call may
+ * have interrupted weft's own code on the same kernel thread, holding a lock
+ * it needs or half-way through a queue operation; weft__reentered() says
+ * when that may be so, and the call then leaves its work on a vcore's sigq
+ * (lock-free, no allocation) for the vcore to do at its next decision.
+ * weft__tls_crit's top bit (WEFT__CRIT_SWITCH) is set while a uthread
+ * switch is under way on this kernel thread (uthread.c). */
+#define WEFT__CRIT_SWITCH 0x80000000u /* in weft__tls_crit: a switch is under way */
+static inline bool weft__on_altstack(struct weft__vcore *vc)
+{
+    char here;
+    return (uintptr_t)&here - (uintptr_t)vc->altstack < WEFT__ALTSTACK_SIZE; /* SA_ONSTACK */
+}
+/* weft__interrupted(vc): weft's own code may be running underneath on this
+ * kernel thread (vc: its vcore, or NULL): a lock, a scheduler op or a switch
+ * (weft__tls_crit), vcore context (callbacks too), or an application
+ * scheduler's op. What unpark and wake must then leave to the vcore. */
+static inline bool weft__interrupted(struct weft__vcore *vc)
+{
+    if (weft__tls_crit)
+        return true;
+    if (!vc)
+        return false;
+    struct weft_uthread *ut = vc->current;
+    return !ut || ut->in_sched;
+}
+/* weft__reentered(vc): the same, or running on the vcore's signal stack
+ * (an SA_ONSTACK handler): nothing may switch from there either. */
+static inline bool weft__reentered(struct weft__vcore *vc)
+{
+    return weft__interrupted(vc) || (vc && weft__on_altstack(vc));
+}
+/* weft__refused_here(): a call that blocks, switches or allocates, made
+ * where it may have interrupted weft's own code on this kernel thread (a
+ * signal handler's call), fails with EDEADLK instead of deadlocking. What a
+ * handler interrupting application code does cannot be told apart from a
+ * plain call: those calls are not async-signal-safe (weft.h). Vcore context
+ * keeps its own rules (it never blocks). */
+static inline bool weft__refused_here(void)
+{
+    struct weft__vcore *vc = weft__vc_at_entry();
+    if (!vc || !vc->current) /* vcore context is itself a switch under way */
+        return (weft__tls_crit & ~WEFT__CRIT_SWITCH) != 0;
+    return weft__reentered(vc);
+}
+void weft__sigq_init(struct weft__vcore *vc);
+/* weft__defer_*: leave the work for a vcore (the caller's, t's last, or
+ * vcore 0 from an outside thread). unpark never fails; the others return
+ * false when the queue is full (a wake-up then wakes every futex sleeper at
+ * the vcore's next decision, so it is never lost; a message is refused). */
+void weft__defer_unpark(struct weft__vcore *vc, struct weft_uthread *t);
+void weft__defer_futex_wake(struct weft__vcore *vc, uint32_t *addr, int n);
+bool weft__defer_msg(struct weft__vcore *target, unsigned type, uintptr_t payload);
+/* weft__sigq_put_msg(): queue a message only (no attention); false if full. */
+bool weft__sigq_put_msg(struct weft__vcore *target, unsigned type, uintptr_t payload);
+/* weft__sigq_drain(): vcore context; does what handlers left. Returns how many. */
+uint64_t weft__sigq_drain(struct weft__vcore *vc);
+/* weft__vcore_wake_signal_safe(): weft_vcore_wake() without the idle lock
+ * (a parked vcore takes itself off the list when it wakes). */
+void weft__vcore_wake_signal_safe(struct weft__vcore *vc);
+/* weft__futex_wake_now(): weft_futex_wake() without the deferral. */
+int weft__futex_wake_now(uint32_t *addr, int n);
+/* weft__futex_wake_everyone(): wake every sleeper in the futex table. */
+void weft__futex_wake_everyone(void);
 
 /* weft__now_ns() is weft_now_ns() for weft's own use: no safe point (the
  * caller may hold a lock). */

@@ -320,6 +320,12 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
     struct weft__vcore *vc = weft__tls_vc;
     if (!vc)
         return;
+    /* Nested in an application's signal handler that interrupted weft (a
+     * lock held, a switch under way, or on the signal stack): the PC test
+     * below would see the handler's code and call it safe. And while we run,
+     * a handler nested in us must see weft's code running (crit). */
+    bool nested = weft__tls_crit || weft__on_altstack(vc);
+    weft__crit_enter();
     int saved = errno;
     counter_add(&vc->st.notifs, 1);
     if (si->si_code == SI_TIMER && si->si_value.sival_int == SIGV_RETRY)
@@ -336,8 +342,9 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
     bool safe = false; /* TSan runs us late, from inside its runtime: see event.h */
     (void)pc_safe;
 #else
-    bool safe = ut->notif_depth == 0 && ut->in_sched == 0 && pc_safe(ucv);
+    bool safe = !nested && ut->notif_depth == 0 && ut->in_sched == 0 && pc_safe(ucv);
 #endif
+    (void)nested;
     if (!safe) {
         if (bits & (1ull << WEFT_EV_PREEMPT))
             counter_add(&vc->st.deferred, 1);
@@ -356,6 +363,7 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
     sigaddset(&set, notif_sig);
     pthread_sigmask(SIG_UNBLOCK, &set, NULL);
     errno = saved; /* weft__notif_deliver saves it into ut and restores it on resume */
+    weft__crit_leave();
     weft__notif_deliver(vc, ut);
     /* Resumed, maybe on another vcore: sigreturn must re-install that
      * vcore's alternate stack, not the one recorded when we were
@@ -367,6 +375,7 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
     uc->uc_stack.ss_flags = 0;
     return;
 out:
+    weft__crit_leave();
     errno = saved;
 }
 

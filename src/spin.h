@@ -45,9 +45,29 @@ void __tsan_release(void *addr);
 #define WEFT__SPIN_RELEASING(l) ((void)(l))
 #endif
 
+/* weft__tls_crit counts, per kernel thread, the spinlocks it holds and the
+ * scheduler operations or switches it is inside: a weft call from a signal
+ * handler that finds it non-zero has interrupted weft's own code and must
+ * not take locks or touch queues (event.c, "signal-safe calls"). Raised
+ * before a lock is taken, lowered after it is released. */
+extern __thread unsigned weft__tls_crit __attribute__((tls_model("initial-exec")));
+
+static inline void weft__crit_enter(void)
+{
+    weft__tls_crit++;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline void weft__crit_leave(void)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    weft__tls_crit--;
+}
+
 /* weft__spin_lock() takes *l (0 free, 1 held). */
 static inline void weft__spin_lock(uint32_t *l)
 {
+    weft__crit_enter();
     if (__builtin_expect(atomic_exchange_explicit(WEFT__AT(l), 1, memory_order_acquire), 0))
         weft__spin_lock_slow(l);
     WEFT__SPIN_ACQUIRED(l);
@@ -56,10 +76,13 @@ static inline void weft__spin_lock(uint32_t *l)
 /* weft__spin_trylock() takes *l if it is free; true if it did. */
 static inline bool weft__spin_trylock(uint32_t *l)
 {
+    weft__crit_enter();
     bool took = atomic_load_explicit(WEFT__AT(l), memory_order_relaxed) == 0 &&
                 !atomic_exchange_explicit(WEFT__AT(l), 1, memory_order_acquire);
     if (took)
         WEFT__SPIN_ACQUIRED(l);
+    else
+        weft__crit_leave();
     return took;
 }
 
@@ -68,6 +91,7 @@ static inline void weft__spin_unlock(uint32_t *l)
 {
     WEFT__SPIN_RELEASING(l);
     atomic_store_explicit(WEFT__AT(l), 0, memory_order_release);
+    weft__crit_leave();
 }
 
 /* weft__futex_wait() sleeps while *addr == val, until woken or until the

@@ -67,6 +67,22 @@ static _Noreturn void forked_exit(void)
 
 /* ---- switching ------------------------------------------------------------ */
 
+/* WEFT__CRIT_SWITCH is set in weft__tls_crit from a uthread's first step
+ * towards a switch (its scheduler's pick) until a uthread arrives on this
+ * kernel thread (or the switch is called off): a signal handler's weft call
+ * meanwhile defers its work (see internal.h). */
+static inline void switch_begin(void)
+{
+    weft__tls_crit |= WEFT__CRIT_SWITCH;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline void switch_end(void)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    weft__tls_crit &= ~WEFT__CRIT_SWITCH;
+}
+
 /* switch_out() saves ut and enters vcore context at entry(vc); returns
  * when ut runs again (maybe on another vcore: vc is stale afterwards).
  * errno is per kernel thread: it is saved in ut->err here, through the
@@ -80,6 +96,7 @@ static void switch_out(struct weft__vcore *vc, struct weft_uthread *ut, void (*e
     weft__san_switch(&ut->san, &vc->san, vc->stack_lo, vc->stack_size);
     weft__ctx_save_and_call(&ut->ctx, vc->stack_top, entry, vc);
     weft__san_arrive(&ut->san, NULL, NULL);
+    switch_end();
 }
 
 /* start_on() makes t, dequeued by this vcore, the running uthread of vc:
@@ -186,10 +203,11 @@ void weft__sched_resolve(struct weft__runtime *rt)
  * the decision; NULL when there is none, or when chores are due. */
 static inline struct weft_uthread *local_next(struct weft__vcore *vc)
 {
+    switch_begin();
     struct weft_uthread *(*take_local)(int) = weft__rt.take_local;
     if (!take_local || weft__chores_due(vc))
         return NULL;
-    struct weft_uthread *t = take_local(vc->id);
+    struct weft_uthread *t = take_local(vc->id); /* under the switch mark */
     if (t)
         vc->decisions++;
     return t;
@@ -220,6 +238,7 @@ static inline void handoff(struct weft__vcore *vc, struct weft_uthread *ut,
     weft__san_switch(&ut->san, &next->san, next->stack_lo, next->stack_size);
     weft__ctx_switch(&ut->ctx, next->ctx.sp, entry, vc);
     weft__san_arrive(&ut->san, NULL, NULL);
+    switch_end();
 }
 
 void weft_uthread_yield(void (*cb)(struct weft_uthread *, void *), void *arg)
@@ -251,7 +270,9 @@ static WEFT__NOINLINE void runnable_outside(struct weft_uthread *t)
     atomic_store_explicit(&t->state, WEFT__RUNNABLE, memory_order_relaxed);
     t->link.waker = -1;
     t->link.by_uthread = 0;
+    weft__crit_enter();
     weft__rt.thread_runnable(t);
+    weft__crit_leave();
     atomic_fetch_sub_explicit(&weft__rt.outside_wakers, 1, memory_order_release);
 }
 
@@ -274,7 +295,9 @@ static inline void runnable(struct weft__vcore *vc, struct weft_uthread *t)
     atomic_store_explicit(&t->state, WEFT__RUNNABLE, memory_order_relaxed);
     t->link.waker = vc->id;
     t->link.by_uthread = vc->current != NULL;
+    weft__crit_enter();
     weft__rt.thread_runnable(t);
+    weft__crit_leave();
 }
 
 void weft_uthread_runnable(struct weft_uthread *t)
@@ -348,6 +371,7 @@ static void uthread_start(void *arg)
 {
     struct weft_uthread *ut = arg;
     weft__san_arrive(NULL, NULL, NULL);
+    switch_end();
     void *r = ut->fn(ut->arg);
     if (WEFT__UNLIKELY(!weft__vc()))
         forked_exit(); /* a fork child's copy of ut: no vcore under it */
@@ -368,6 +392,8 @@ int weft_spawn(weft_t *out, const weft_attr_t *attr, void *(*fn)(void *), void *
         return EINVAL;
     if (a.flags & WEFT_STACK_COPY)
         return ENOTSUP;
+    if (WEFT__UNLIKELY(weft__refused_here()))
+        return EDEADLK; /* a signal handler that interrupted weft */
     if (weft__vc_at_entry()) /* a uthread or vcore context: the runtime runs */
         return spawn_on(out, &a, fn, arg);
     int r = weft__outside_enter(WEFT__GATE_SPAWN);
@@ -438,6 +464,8 @@ static int spawn_on(weft_t *out, const weft_attr_t *ap, void *(*fn)(void *), voi
 
 int weft_join(weft_t t, void **result)
 {
+    if (WEFT__UNLIKELY(weft__refused_here()))
+        return EDEADLK;
     if (!t)
         return EINVAL;
     if (t == current())
@@ -558,6 +586,8 @@ void weft_yield(void)
         sched_yield();
         return;
     }
+    if (WEFT__UNLIKELY(weft__tls_crit))
+        return; /* a signal handler that interrupted weft (its lock or switch) */
     struct weft_uthread *next = local_next(vc);
     if (next) {
         vc->cb = yield_cb;
@@ -567,6 +597,7 @@ void weft_yield(void)
     if (weft__rt.ops->take_local && !weft__chores_due(vc) &&
         (++vc->lone_yields % LONE_YIELD_STEAL) != 0) {
         /* Nothing else here: a decision that keeps ut running. */
+        switch_end();
         vc->decisions++;
         weft__stat_add(&vc->nrun, 1);
         weft__stat_add(&vc->st.vcruns, 1);
@@ -596,6 +627,7 @@ static void notify_entry(void *arg)
 
 void weft__notif_deliver(struct weft__vcore *vc, struct weft_uthread *ut)
 {
+    switch_begin();
     switch_out(vc, ut, notify_entry);
 }
 
@@ -654,6 +686,8 @@ int weft_park(void)
     struct weft_uthread *ut = vc ? vc->current : NULL;
     if (!ut)
         return EPERM;
+    if (WEFT__UNLIKELY(weft__tls_crit))
+        return EDEADLK; /* a signal handler that interrupted weft (its lock or switch) */
     /* A token is consumed with a full-barrier RMW, never a plain store: the
      * caller's next look at its wake-up condition must not be ordered before
      * the consumption, or an unpark that found the token still there (and
@@ -684,8 +718,13 @@ int weft_unpark(weft_t t)
         if (atomic_compare_exchange_weak(&t->park, &s, next))
             break;
     }
-    if (s == WEFT__PARK_PARKED)
-        runnable(weft__vc_at_entry(), t);
+    if (s == WEFT__PARK_PARKED) {
+        struct weft__vcore *vc = weft__vc_at_entry();
+        if (WEFT__UNLIKELY(weft__interrupted(vc)))
+            weft__defer_unpark(vc, t); /* a signal handler's: see internal.h */
+        else
+            runnable(vc, t);
+    }
     return 0;
 }
 

@@ -715,6 +715,13 @@ void weft_vcore_wake(int id)
     }
 }
 
+void weft__vcore_wake_signal_safe(struct weft__vcore *vc)
+{
+    atomic_thread_fence(memory_order_seq_cst); /* partner: the fence in vcore_park */
+    if (atomic_load_explicit(&vc->parked, memory_order_relaxed))
+        vcore_signal(vc); /* it leaves the idle list itself ("still parked") */
+}
+
 /* vcore_became_busy() runs when an idle vcore found work (step 2/3). */
 void weft__vcore_became_busy(struct weft__vcore *vc)
 {
@@ -919,8 +926,7 @@ static void vcores_free(int n)
         if (vc->stack_lo)
             munmap(vc->stack_lo - weft__page_size, vc->stack_size + weft__page_size);
         if (vc->altstack)
-            munmap(vc->altstack, WEFT__ALTSTACK_SIZE);
-        free(vc->ev_q); /* messages posted after the last decision: never handled */
+            munmap(vc->altstack - weft__page_size, WEFT__ALTSTACK_SIZE + weft__page_size);
     }
     free(weft__rt.vcores);
     weft__rt.vcores = NULL;
@@ -941,14 +947,21 @@ static int vcore_setup(struct weft__vcore *vc, int id, int cpu)
     mprotect(m, weft__page_size, PROT_NONE);
     vc->stack_lo = m + weft__page_size;
     vc->stack_top = vc->stack_lo + vc->stack_size;
-    /* Its own mapping, not the heap: a signal frame the kernel writes there
-     * can never land on a heap chunk. */
-    vc->altstack = mmap(NULL, WEFT__ALTSTACK_SIZE, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-    if (vc->altstack == MAP_FAILED)
-        vc->altstack = NULL;
+    /* The signal stack: its own mapping, not the heap (a signal frame the
+     * kernel writes there can never land on a heap chunk), with a guard page
+     * (a handler that overflows it, an application's SA_ONSTACK one or
+     * nested signals, faults there and the kernel ends the process instead
+     * of writing into what lies below). */
+    char *alt = mmap(NULL, WEFT__ALTSTACK_SIZE + weft__page_size, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    vc->altstack = NULL;
+    if (alt != MAP_FAILED) {
+        mprotect(alt, weft__page_size, PROT_NONE);
+        vc->altstack = alt + weft__page_size;
+    }
     if (!vc->altstack)
         return ENOMEM;
+    weft__sigq_init(vc);
     return weft__stack_vcore_init(vc);
 }
 
@@ -1082,7 +1095,11 @@ static void atfork_child(void)
 
 __attribute__((constructor)) static void atfork_register(void)
 {
-    pthread_atfork(NULL, NULL, atfork_child);
+    /* Through a pointer: in a shared library pthread_atfork is a local stub
+     * (libc_nonshared), and weft_text may only call local code of its own
+     * (cmake/check-weft-text.sh). This runs once, with no lock held. */
+    int (*volatile reg)(void (*)(void), void (*)(void), void (*)(void)) = pthread_atfork;
+    reg(NULL, NULL, atfork_child);
 }
 
 int weft__outside_enter(int how)

@@ -109,9 +109,14 @@ int weft_event_register(unsigned type, weft_event_fn fn, void *arg);
  * sure the vcore handles it soon: wakes it if it is parked, interrupts the
  * uthread it runs (unless that uthread has notifications disabled: then at
  * its weft_notifs_enable()). Every message is handled exactly once, in the
- * order sent by one sender. Any context. Returns 0, EINVAL (no such vcore,
- * or type is not an application type with a handler), EAGAIN (the runtime
- * is not running, or weft_shutdown() is stopping it) or ENOMEM. */
+ * order sent by one sender. Any context, signal handlers included (it is
+ * async-signal-safe: the queue is lock-free and allocates nothing). Returns
+ * 0, EINVAL (no such vcore, or type is not an application type with a
+ * handler), or EAGAIN (the runtime is not running, or weft_shutdown() is
+ * stopping it). The queue holds 1024 messages: a sender that finds it full
+ * waits for the vcore to handle some (a uthread yields, a kernel thread
+ * spins), except from vcore context or a signal handler that interrupted
+ * weft, which get EAGAIN. */
 int weft_vcore_notify(int vcore, unsigned type, uintptr_t payload);
 
 /* weft_notifs_disable() holds off notifications and preemption for the

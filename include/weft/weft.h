@@ -82,6 +82,22 @@ void weft_shutdown(void);
  * fork + exec, posix_spawn() and system() just work. From vcore context (an
  * alarm callback, a scheduler op) the child may only exec or _exit. */
 
+/* Signal handlers. Three calls are async-signal-safe, as sem_post(3) is in
+ * POSIX: weft_unpark(), weft_sem_post() (so weft_futex_wake()) and
+ * weft_vcore_notify(); a handler on any thread may call them, whatever it
+ * interrupted. When it may have interrupted weft's own code on that thread
+ * (a weft lock held, a scheduler step or a switch under way, vcore context,
+ * or the handler runs on the vcore's signal stack, SA_ONSTACK), the call
+ * leaves its work on the vcore's lock-free queue and the vcore does it at
+ * its next scheduling decision; nothing is lost. No other weft call is
+ * async-signal-safe. Where weft can tell that a handler interrupted it (the
+ * cases above), the calls that block, switch or allocate refuse with
+ * EDEADLK instead of deadlocking: weft_spawn, weft_join, weft_park, the
+ * sleeps, weft_futex_wait, weft_mutex_lock (slow path), weft_sem_wait
+ * (slow path), weft_cond_wait; weft_yield returns at once. A handler that
+ * interrupted application code cannot be told from a plain call: there
+ * those calls must not be made (they would switch inside the handler). */
+
 /* ---- uthreads ------------------------------------------------------------ */
 
 typedef struct weft_uthread *weft_t;

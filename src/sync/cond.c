@@ -35,6 +35,8 @@ int weft_cond_destroy(weft_cond_t *c)
 
 int weft_cond_timedwait(weft_cond_t *c, weft_mutex_t *m, uint64_t deadline_ns)
 {
+    if (WEFT__UNLIKELY(weft__refused_here()))
+        return EDEADLK; /* a signal handler that interrupted weft */
     if (weft__deadline_check(deadline_ns))
         return EINVAL;
     if (__atomic_load_n(&m->owner, __ATOMIC_RELAXED) != weft__self_token() || m->depth != 1)

@@ -34,6 +34,8 @@ int weft_futex_wait(uint32_t *addr, uint32_t val, uint64_t deadline_ns)
 {
     if (!addr || ((uintptr_t)addr & 3) || weft__deadline_check(deadline_ns))
         return EINVAL;
+    if (WEFT__UNLIKELY(weft__refused_here()))
+        return EDEADLK; /* a signal handler that interrupted weft */
     struct bucket *b = bucket_of(addr);
     weft__spin_lock(&b->q.lock);
     if (atomic_load_explicit(WEFT__AT(addr), memory_order_acquire) != val) {
@@ -51,10 +53,37 @@ int weft_futex_wait(uint32_t *addr, uint32_t val, uint64_t deadline_ns)
     return weft__wait(&b->q.lock, &b->q, &w, deadline_ns, WEFT_BLOCK_SYNC);
 }
 
+void weft__futex_wake_everyone(void)
+{
+    for (int i = 0; i < NBUCKETS; i++) {
+        struct bucket *b = &buckets[i];
+        weft__spin_lock(&b->q.lock);
+        struct weft__waiter *all = weft__waitq_take_all(&b->q);
+        weft__spin_unlock(&b->q.lock);
+        weft__waiter_wake_list(all); /* spurious for most: they look again */
+    }
+}
+
 int weft_futex_wake(uint32_t *addr, int n)
 {
     if (n <= 0 || !addr)
         return 0;
+    struct weft__vcore *vc = weft__vc_at_entry();
+    if (WEFT__UNLIKELY(weft__interrupted(vc))) {
+        /* Vcore context, or a signal handler's call (weft_sem_post's
+         * wake-up, say) that may have interrupted weft holding this very
+         * bucket: the vcore does it at its next decision. The count of
+         * woken sleepers is not known yet: 0. */
+        if (weft__rt.nvcores > 0) {
+            weft__defer_futex_wake(vc, addr, n);
+            return 0;
+        }
+    }
+    return weft__futex_wake_now(addr, n);
+}
+
+int weft__futex_wake_now(uint32_t *addr, int n)
+{
     struct bucket *b = bucket_of(addr);
     struct weft__waiter *wake = NULL, **tail = &wake;
     int woken = 0;

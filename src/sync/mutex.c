@@ -98,6 +98,8 @@ int weft_mutex_trylock(weft_mutex_t *m)
 
 static int lock_slow(weft_mutex_t *m, void *me, uint64_t deadline)
 {
+    if (WEFT__UNLIKELY(weft__refused_here()))
+        return EDEADLK; /* a signal handler that interrupted weft */
     int r = relock(m, me);
     if (r >= 0)
         return r;

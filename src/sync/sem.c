@@ -54,6 +54,8 @@ int weft_sem_timedwait(weft_sem_t *s, uint64_t deadline_ns)
         return EINVAL;
     if (take(s, 0))
         return 0;
+    if (WEFT__UNLIKELY(weft__refused_here()))
+        return EDEADLK; /* a signal handler that interrupted weft */
     atomic_fetch_add_explicit(STATE(s), ONE_SLEEPER, memory_order_relaxed);
     for (;;) {
         if (take(s, ONE_SLEEPER))
