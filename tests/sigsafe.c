@@ -14,7 +14,8 @@
  *  - no lost wake-up: a consumer uthread gets every unit posted by a
  *    handler; every notification that returned 0 is handled exactly once;
  *    the parkers keep waking up and all finish;
- *  - a call that cannot be made there is refused, not run: weft_sleep_ns
+ *  - a call that cannot be made there is refused, not run: weft_yield
+ *    from the SA_ONSTACK handler returns at once (it crashed), weft_sleep_ns
  *    from the SA_ONSTACK handler on a vcore returns EDEADLK when it
  *    interrupted a uthread (0 when it interrupted vcore context: a plain
  *    sleep of the kernel thread), never anything else.
@@ -83,6 +84,7 @@ static void on_usr2(int sig)
     handler_common((unsigned)atomic_fetch_add(&nsig, 1));
     if (weft_vcore_id() >= 0) { /* on a vcore: we run on its signal stack */
         atomic_fetch_add(&onstack_calls, 1);
+        weft_yield(); /* returns at once: no switch from the signal stack */
         int r = weft_sleep_ns(1000); /* 0: it interrupted vcore context, which sleeps as a
                                          plain kernel thread would */
         atomic_fetch_add(r == EDEADLK ? &onstack_refused : r == 0 ? &onstack_calls : &onstack_other, 1);
