@@ -686,8 +686,8 @@ int weft_park(void)
     struct weft_uthread *ut = vc ? vc->current : NULL;
     if (!ut)
         return EPERM;
-    if (WEFT__UNLIKELY(weft__tls_crit || weft__on_altstack(vc)))
-        return EDEADLK; /* a signal handler that interrupted weft, or on the signal stack */
+    if (WEFT__UNLIKELY(weft__tls_crit))
+        return EDEADLK; /* a signal handler that interrupted weft */
     /* A token is consumed with a full-barrier RMW, never a plain store: the
      * caller's next look at its wake-up condition must not be ordered before
      * the consumption, or an unpark that found the token still there (and

@@ -92,11 +92,12 @@ void weft_shutdown(void);
  * its next scheduling decision; nothing is lost. No other weft call is
  * async-signal-safe. Where weft can tell that a handler interrupted it (the
  * cases above), the calls that block, switch or allocate refuse with
- * EDEADLK instead of deadlocking: weft_spawn, weft_join, weft_park, the
- * sleeps, weft_futex_wait, weft_mutex_lock (slow path), weft_sem_wait
- * (slow path), weft_cond_wait; weft_yield returns at once. A handler that
- * interrupted application code cannot be told from a plain call: there
- * those calls must not be made (they would switch inside the handler). */
+ * EDEADLK instead of deadlocking: weft_spawn, weft_join, the sleeps,
+ * weft_futex_wait, weft_mutex_lock (slow path), weft_sem_wait (slow path),
+ * weft_cond_wait, weft_park (not on the signal stack); weft_yield returns at
+ * once. A handler that interrupted application code cannot be told from a
+ * plain call: there those calls must not be made (they would switch inside
+ * the handler). */
 
 /* ---- uthreads ------------------------------------------------------------ */
 
