@@ -48,10 +48,12 @@ test-tsan: deps-test
 
 # make install works: pkg-config and find_package(weft) both build examples/hello.c;
 # the installed weft-cc and weft-yield.pc build, link and run instrumented code
-# (skipped when the tree has no yield plugin, i.e. no LLVM 19).
+# (skipped when the tree has no yield plugin, i.e. no LLVM 19); and the whole
+# tree builds with CMake's default generator (Unix Makefiles), not only Ninja.
 install-check: test-normal
 	scripts/check-install.sh build-test
 	plugin/check-install.sh build-test --link
+	scripts/check-default-generator.sh $(JOBS)
 
 # aarch64: cross-compile the library and a smoke test, run it under qemu-user.
 cross: deps-test

@@ -291,7 +291,7 @@ static inline bool weft__on_altstack(struct weft__vcore *vc)
  * scheduler's op. What unpark and wake must then leave to the vcore. */
 static inline bool weft__interrupted(struct weft__vcore *vc)
 {
-    if (weft__tls_crit)
+    if (WEFT__CRIT_LOAD())
         return true;
     if (!vc)
         return false;
@@ -314,7 +314,7 @@ static inline bool weft__refused_here(void)
 {
     struct weft__vcore *vc = weft__vc_at_entry();
     if (!vc || !vc->current) /* vcore context is itself a switch under way */
-        return (weft__tls_crit & ~WEFT__CRIT_SWITCH) != 0;
+        return (WEFT__CRIT_LOAD() & ~WEFT__CRIT_SWITCH) != 0;
     return weft__reentered(vc);
 }
 void weft__sigq_init(struct weft__vcore *vc);

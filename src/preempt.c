@@ -324,7 +324,7 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
      * lock held, a switch under way, or on the signal stack): the PC test
      * below would see the handler's code and call it safe. And while we run,
      * a handler nested in us must see weft's code running (crit). */
-    bool nested = weft__tls_crit || weft__on_altstack(vc);
+    bool nested = WEFT__CRIT_LOAD() || weft__on_altstack(vc);
     weft__crit_enter();
     int saved = errno;
     counter_add(&vc->st.notifs, 1);

@@ -52,16 +52,32 @@ void __tsan_release(void *addr);
  * before a lock is taken, lowered after it is released. */
 extern __thread unsigned weft__tls_crit __attribute__((tls_model("initial-exec")));
 
+/* Only the owning kernel thread touches it, so plain accesses; in TSan
+ * builds relaxed atomics, since TSan sees the uthreads that run on one
+ * kernel thread as threads of their own and cannot always see the switches
+ * that order them. */
+#ifdef WEFT__SPIN_TSAN
+#define WEFT__CRIT_LOAD() __atomic_load_n(&weft__tls_crit, __ATOMIC_RELAXED)
+#define WEFT__CRIT_ADD(v) __atomic_fetch_add(&weft__tls_crit, (v), __ATOMIC_RELAXED)
+#define WEFT__CRIT_OR(v) __atomic_fetch_or(&weft__tls_crit, (v), __ATOMIC_RELAXED)
+#define WEFT__CRIT_AND(v) __atomic_fetch_and(&weft__tls_crit, (v), __ATOMIC_RELAXED)
+#else
+#define WEFT__CRIT_LOAD() (weft__tls_crit)
+#define WEFT__CRIT_ADD(v) (weft__tls_crit += (v))
+#define WEFT__CRIT_OR(v) (weft__tls_crit |= (v))
+#define WEFT__CRIT_AND(v) (weft__tls_crit &= (v))
+#endif
+
 static inline void weft__crit_enter(void)
 {
-    weft__tls_crit++;
+    WEFT__CRIT_ADD(1u);
     atomic_signal_fence(memory_order_seq_cst);
 }
 
 static inline void weft__crit_leave(void)
 {
     atomic_signal_fence(memory_order_seq_cst);
-    weft__tls_crit--;
+    WEFT__CRIT_ADD(~0u); /* -1 */
 }
 
 /* weft__spin_lock() takes *l (0 free, 1 held). */

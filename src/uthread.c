@@ -73,14 +73,14 @@ static _Noreturn void forked_exit(void)
  * meanwhile defers its work (see internal.h). */
 static inline void switch_begin(void)
 {
-    weft__tls_crit |= WEFT__CRIT_SWITCH;
+    WEFT__CRIT_OR(WEFT__CRIT_SWITCH);
     atomic_signal_fence(memory_order_seq_cst);
 }
 
 static inline void switch_end(void)
 {
     atomic_signal_fence(memory_order_seq_cst);
-    weft__tls_crit &= ~WEFT__CRIT_SWITCH;
+    WEFT__CRIT_AND(~WEFT__CRIT_SWITCH);
 }
 
 /* switch_out() saves ut and enters vcore context at entry(vc); returns
@@ -586,7 +586,7 @@ void weft_yield(void)
         sched_yield();
         return;
     }
-    if (WEFT__UNLIKELY(weft__tls_crit || weft__on_altstack(vc)))
+    if (WEFT__UNLIKELY(WEFT__CRIT_LOAD() || weft__on_altstack(vc)))
         return; /* a signal handler that interrupted weft, or on the signal stack */
     struct weft_uthread *next = local_next(vc);
     if (next) {
@@ -686,7 +686,7 @@ int weft_park(void)
     struct weft_uthread *ut = vc ? vc->current : NULL;
     if (!ut)
         return EPERM;
-    if (WEFT__UNLIKELY(weft__tls_crit))
+    if (WEFT__UNLIKELY(WEFT__CRIT_LOAD()))
         return EDEADLK; /* a signal handler that interrupted weft */
     /* A token is consumed with a full-barrier RMW, never a plain store: the
      * caller's next look at its wake-up condition must not be ordered before
