@@ -56,8 +56,14 @@ static void attention(struct weft__vcore *vc)
     struct weft__vcore *me = weft__vc();
     if (me == vc) {
         struct weft_uthread *ut = vc->current;
-        if (ut && ut->notif_depth == 0 && ut->in_sched == 0)
+        if (ut && ut->notif_depth == 0 && ut->in_sched == 0) {
+            /* Handled now, and the caller resumed right here, never paused
+             * or moved: it may be a signal handler that interrupted weft's
+             * own code between two steps (not detectable), which must find
+             * its vcore unchanged when it goes on. */
+            vc->notif_here = true;
             weft__notif_deliver(vc, ut);
+        }
         return; /* vcore context, or disabled: the next decision or enable sees it */
     }
     weft_vcore_wake(vc->id);
@@ -228,11 +234,24 @@ bool weft__defer_msg(struct weft__vcore *target, unsigned type, uintptr_t payloa
 
 static void call(unsigned type, uintptr_t payload);
 
+void weft__sigq_flush_wakes(struct weft__vcore *vc)
+{
+    weft__sigq_drain_as(vc, false);
+}
+
 uint64_t weft__sigq_drain(struct weft__vcore *vc)
+{
+    return weft__sigq_drain_as(vc, true);
+}
+
+uint64_t weft__sigq_drain_as(struct weft__vcore *vc, bool handle_msgs)
 {
     struct weft__sigq *q = &vc->sigq;
     uint64_t n = 0;
-    struct weft_uthread *t = atomic_exchange_explicit(&q->unparks, NULL, memory_order_acquire);
+    /* At shutdown (!handle_msgs) no unpark can be pending: its uthread
+     * would not have finished. */
+    struct weft_uthread *t =
+        handle_msgs ? atomic_exchange_explicit(&q->unparks, NULL, memory_order_acquire) : NULL;
     while (t) {
         struct weft_uthread *next = t->sig_next; /* read before t can run */
         weft_uthread_runnable(t);
@@ -251,7 +270,7 @@ uint64_t weft__sigq_drain(struct weft__vcore *vc)
         q->head++;
         if (kind == WEFT__SIG_WAKE)
             weft__futex_wake_now((uint32_t *)a, (int)b);
-        else if (kind == WEFT__SIG_MSG)
+        else if (kind == WEFT__SIG_MSG && handle_msgs)
             call(type, a);
         n++;
     }

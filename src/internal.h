@@ -172,6 +172,8 @@ struct weft__vcore {
     _Atomic uint64_t nrun;           /* uthreads run here (run_on); own vcore writes */
     bool preempt_now;                /* vcore context: handle_events saw a preemption
                                         for the uthread being delivered */
+    bool notif_here;                 /* weft_vcore_notify delivers to its own vcore: resume
+                                        the caller here whatever is due; own thread only */
     uint64_t preempt_for;            /* the nrun the pending preemption is meant for;
                                         written by the tick (this thread's handler) */
     uint64_t tick_nrun;              /* nrun at the last tick; handler only */
@@ -329,6 +331,13 @@ bool weft__defer_msg(struct weft__vcore *target, unsigned type, uintptr_t payloa
 bool weft__sigq_put_msg(struct weft__vcore *target, unsigned type, uintptr_t payload);
 /* weft__sigq_drain(): vcore context; does what handlers left. Returns how many. */
 uint64_t weft__sigq_drain(struct weft__vcore *vc);
+/* weft__sigq_drain_as(vc, handle_msgs): the same, messages dropped unless
+ * handle_msgs. weft__sigq_flush_wakes(): weft_shutdown, after the vcores
+ * stopped: the wake-ups still queued (of kernel threads waiting on weft
+ * futexes) are made; messages, as always after the last decision, are not
+ * handled. */
+uint64_t weft__sigq_drain_as(struct weft__vcore *vc, bool handle_msgs);
+void weft__sigq_flush_wakes(struct weft__vcore *vc);
 /* weft__vcore_wake_signal_safe(): weft_vcore_wake() without the idle lock
  * (a parked vcore takes itself off the list when it wakes). */
 void weft__vcore_wake_signal_safe(struct weft__vcore *vc);

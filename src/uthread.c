@@ -77,7 +77,10 @@ static inline void switch_begin(void)
     atomic_signal_fence(memory_order_seq_cst);
 }
 
-static inline void switch_end(void)
+/* Not inlined: it runs after a switch, maybe on another kernel thread, and
+ * a compiler may keep a TLS address computed before the switch (invariant
+ * 2); a call of its own computes it afresh. */
+static WEFT__NOINLINE void switch_end(void)
 {
     atomic_signal_fence(memory_order_seq_cst);
     WEFT__CRIT_AND(~WEFT__CRIT_SWITCH);
@@ -614,9 +617,11 @@ static void notify_entry(void *arg)
     struct weft__vcore *vc = arg;
     struct weft_uthread *ut = weft__vcore_arrive(vc);
     atomic_store_explicit(&ut->state, WEFT__RUNNABLE, memory_order_relaxed);
+    bool here = vc->notif_here; /* weft_vcore_notify's own delivery: resume here */
+    vc->notif_here = false;
     vc->preempt_now = false;
     weft__events_handle(vc);
-    if (!vc->preempt_now)
+    if (!vc->preempt_now || here)
         run_on(vc, ut);
     vc->preempt_now = false;
     atomic_store_explicit(&vc->st.taken, atomic_load_explicit(&vc->st.taken, memory_order_relaxed) + 1,

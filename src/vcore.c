@@ -718,8 +718,16 @@ void weft_vcore_wake(int id)
 void weft__vcore_wake_signal_safe(struct weft__vcore *vc)
 {
     atomic_thread_fence(memory_order_seq_cst); /* partner: the fence in vcore_park */
-    if (atomic_load_explicit(&vc->parked, memory_order_relaxed))
-        vcore_signal(vc); /* it leaves the idle list itself ("still parked") */
+    if (!atomic_load_explicit(&vc->parked, memory_order_relaxed))
+        return;
+    /* vcore_signal() without the poller's wake-up, which may take a lock
+     * (io_uring's submission lock): the notification signal interrupts a
+     * poller wait instead (EINTR). It leaves the idle list itself. */
+    atomic_store_explicit(WEFT__AT(&vc->park_word), 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&vc->in_poller, memory_order_seq_cst))
+        weft__notif_signal(vc);
+    else
+        weft__futex_wake(&vc->park_word, 1);
 }
 
 /* vcore_became_busy() runs when an idle vcore found work (step 2/3). */
@@ -1158,6 +1166,8 @@ void weft_shutdown(void)
         vcore_signal(&rt->vcores[i]);
     for (int i = 0; i < rt->nvcores; i++)
         pthread_join(rt->vcores[i].thread, NULL);
+    for (int i = 0; i < rt->nvcores; i++)
+        weft__sigq_flush_wakes(&rt->vcores[i]);
     if (rt->ops->fini)
         rt->ops->fini();
     vcores_free(rt->nvcores);

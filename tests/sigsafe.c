@@ -27,6 +27,17 @@
 #include "check.h"
 
 #define T_MSG (WEFT_EV_USER + 3)
+
+#if defined(__SANITIZE_THREAD__)
+#define TSAN_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TSAN_BUILD 1
+#endif
+#endif
+#ifndef TSAN_BUILD
+#define TSAN_BUILD 0
+#endif
 #define NPARK 4
 #define RUN_NS SCALE(MS(600), MS(1500))
 
@@ -63,26 +74,29 @@ static void handler_common(unsigned k)
         atomic_fetch_add(&notified, 1);
 }
 
+/* The handlers do not save errno: the calls they make must leave it alone
+ * (TSan checks that a handler does). */
 static void on_usr1(int sig)
 {
     (void)sig;
-    int saved = errno;
     atomic_fetch_add(&in_handler, 1);
     if (!atomic_load(&closing))
         handler_common((unsigned)atomic_fetch_add(&nsig, 1));
     atomic_fetch_sub(&in_handler, 1);
-    errno = saved;
 }
 
 static void on_usr2(int sig)
 {
     (void)sig;
-    int saved = errno;
     atomic_fetch_add(&in_handler, 1);
     if (atomic_load(&closing))
         goto out;
     handler_common((unsigned)atomic_fetch_add(&nsig, 1));
-    if (weft_vcore_id() >= 0) { /* on a vcore: we run on its signal stack */
+    /* On a vcore, SA_ONSTACK puts us on its signal stack (not under TSan,
+     * which runs handlers later, on the stack in use then): there weft can
+     * tell, and refuses to switch. */
+    stack_t ss;
+    if (weft_vcore_id() >= 0 && sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK)) {
         atomic_fetch_add(&onstack_calls, 1);
         weft_yield(); /* returns at once: no switch from the signal stack */
         int r = weft_sleep_ns(1000); /* 0: it interrupted vcore context, which sleeps as a
@@ -91,7 +105,6 @@ static void on_usr2(int sig)
     }
 out:
     atomic_fetch_sub(&in_handler, 1);
-    errno = saved;
 }
 
 static void *recorder(void *arg)
@@ -219,8 +232,8 @@ int main(void)
     atomic_store(&stop, true);
     CHECK_RC(weft_sem_post(&ping), 0); /* let the ping-pong pair see stop */
     CHECK_RC(weft_sem_post(&pong), 0);
-    atomic_fetch_add(&posted, 1); /* counted first: the consumer may exit at once */
-    CHECK_RC(weft_sem_post(&hsem), 0); /* the consumer looks at stop */
+    CHECK_RC(weft_sem_post(&hsem), 0); /* not counted: wakes the consumer to see stop
+                                          (it may have seen it and left already) */
     for (int i = 0; i < nworkers; i++)
         CHECK_RC(weft_join(workers[i], NULL), 0);
     CHECK_RC(weft_join(p1, NULL), 0);
@@ -235,17 +248,20 @@ int main(void)
 
     long sig = atomic_load(&nsig);
     fprintf(stderr,
-            "sigsafe: %d vcores, %ld signals handled; %ld posts all consumed (%ld), %ld notifications "
+            "sigsafe: %d vcores, %ld signals handled; %ld posts all consumed (%ld with the last wake-up), %ld notifications "
             "handled, %ld wake-ups of parkers; on the signal stack %ld sleeps refused, %ld not\n",
             nvc, sig, atomic_load(&posted), atomic_load(&consumed), atomic_load(&handled),
             atomic_load(&parks_done), atomic_load(&onstack_refused), atomic_load(&onstack_other));
     CHECK(sig > 100, "only %ld signals", sig);
-    CHECK(atomic_load(&consumed) == atomic_load(&posted), "consumed %ld of %ld posts",
-          atomic_load(&consumed), atomic_load(&posted));
+    /* The consumer leaves only once it has taken every unit a handler posted
+     * (and maybe main's extra one). */
+    CHECK(atomic_load(&consumed) >= atomic_load(&posted) &&
+              atomic_load(&consumed) <= atomic_load(&posted) + 1,
+          "consumed %ld of %ld posts", atomic_load(&consumed), atomic_load(&posted));
     CHECK(atomic_load(&handled) == atomic_load(&notified), "handled %ld of %ld notifications",
           atomic_load(&handled), atomic_load(&notified));
     CHECK(atomic_load(&parks_done) > 0, "the parkers never woke");
-    CHECK(atomic_load(&onstack_other) == 0 && atomic_load(&onstack_refused) > 0,
+    CHECK(atomic_load(&onstack_other) == 0 && (atomic_load(&onstack_refused) > 0 || TSAN_BUILD),
           "sleeps from the signal stack: %ld refused, %ld other results",
           atomic_load(&onstack_refused), atomic_load(&onstack_other));
     CHECK(shared_counter > 0, "no mutex work");
