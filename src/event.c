@@ -15,7 +15,9 @@
  *   - running a uthread: one notification signal at a time (notif_sent),
  *     handled in preempt.c; handle_events clears notif_sent before it takes
  *     ev_bits, so a post it misses finds notif_sent clear and signals again;
- *   - the caller's own vcore, from a uthread: delivered right here.
+ *   - the caller's own vcore, from a uthread: delivered right here, and the
+ *     caller resumed on the spot (never paused or moved: it may be a signal
+ *     handler that interrupted weft between two steps).
  */
 #define _GNU_SOURCE
 #include <errno.h>

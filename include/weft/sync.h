@@ -124,7 +124,8 @@ int weft_sem_trywait(weft_sem_t *s);
 /* weft_sem_timedwait() is weft_sem_wait() with a deadline: ETIMEDOUT, EINVAL, ENOMEM. */
 int weft_sem_timedwait(weft_sem_t *s, uint64_t deadline_ns);
 /* weft_sem_post() adds one unit and wakes the longest waiter, if any.
- * Returns 0, or EOVERFLOW (s unchanged) at WEFT_SEM_VALUE_MAX. */
+ * Returns 0, or EOVERFLOW (s unchanged) at WEFT_SEM_VALUE_MAX.
+ * Async-signal-safe (see weft_futex_wake and <weft/weft.h>). */
 int weft_sem_post(weft_sem_t *s);
 /* weft_sem_value() returns the units available now (never negative). */
 int weft_sem_value(weft_sem_t *s);
@@ -203,7 +204,9 @@ int weft_once(weft_once_t *o, void (*fn)(void));
  * (a deadline, and no memory for its timer). */
 int weft_futex_wait(uint32_t *addr, uint32_t val, uint64_t deadline_ns);
 /* weft_futex_wake() wakes up to n waiters on addr, oldest first, and returns
- * how many it woke (0 if n <= 0). */
+ * how many it woke (0 if n <= 0). Async-signal-safe: from vcore context (an
+ * alarm or event callback) or a signal handler that interrupted weft, the
+ * wake-up is left to the vcore's next scheduling decision and 0 returned. */
 int weft_futex_wake(uint32_t *addr, int n);
 
 /* ---- wait group ------------------------------------------------------------ */

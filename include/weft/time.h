@@ -33,13 +33,14 @@ uint64_t weft_now_ns(void);
 
 /* weft_sleep_ns() sleeps at least ns nanoseconds. Returns 0, EINVAL if ns
  * has the top bit set, or ENOMEM at once if no memory can be had for the
- * timer (a uthread's sleep). weft_sleep_ns(0) yields. Outside a uthread it sleeps
- * the kernel thread. */
+ * timer (a uthread's sleep), or EDEADLK from a signal handler that interrupted
+ * weft. weft_sleep_ns(0) yields. Outside a uthread it sleeps the kernel
+ * thread. */
 int weft_sleep_ns(uint64_t ns);
 
 /* weft_sleep_until_ns() sleeps until weft_now_ns() >= deadline. Returns 0
  * (at once if the deadline has passed), EINVAL for WEFT_FOREVER or a
- * deadline with the top bit set, or ENOMEM as weft_sleep_ns. */
+ * deadline with the top bit set, or ENOMEM and EDEADLK as weft_sleep_ns. */
 int weft_sleep_until_ns(uint64_t deadline);
 
 /* ---- alarms ------------------------------------------------------------- */

@@ -132,11 +132,13 @@ typedef struct {
  * NULL), ENOTSUP (WEFT_STACK_COPY), EAGAIN/ENOMEM (no memory), or
  * ESHUTDOWN (called from a kernel thread that is not a vcore while
  * weft_shutdown() runs: it waits for the uthreads, and no new one may join
- * them from outside; once it has returned, a spawn starts the runtime again). */
+ * them from outside; once it has returned, a spawn starts the runtime again),
+ * or EDEADLK (from a signal handler that interrupted weft). */
 int weft_spawn(weft_t *out, const weft_attr_t *attr, void *(*fn)(void *), void *arg);
 
 /* weft_join() waits for t to finish and stores its result in *result (if not
- * NULL), then frees t. Returns 0, EDEADLK if t is the caller, EINVAL if t is
+ * NULL), then frees t. Returns 0, EDEADLK if t is the caller (or from a
+ * signal handler that interrupted weft), EINVAL if t is
  * NULL, detached, or already joined or being joined (detected while the
  * handle's memory has not been reused, as with pthreads). */
 int weft_join(weft_t t, void **result);
@@ -165,12 +167,13 @@ _Noreturn void weft_exit(void *result);
 
 /* weft_park() blocks the calling uthread until weft_unpark() is called for
  * it. An unpark that comes first is kept (one token) and makes the next park
- * return at once. Returns 0, or EPERM outside a uthread (nobody could unpark
- * it). */
+ * return at once. Returns 0, EPERM outside a uthread (nobody could unpark
+ * it), or EDEADLK from a signal handler that interrupted weft. */
 int weft_park(void);
 
 /* weft_unpark() wakes t if it is parked, or leaves it a token otherwise.
- * Returns 0, or EINVAL if t is NULL. t must not have been joined. */
+ * Returns 0, or EINVAL if t is NULL. t must not have been joined.
+ * Async-signal-safe (see "Signal handlers" above). */
 int weft_unpark(weft_t t);
 
 /* weft_setprio() records t's priority for the scheduler (the prio scheduler
