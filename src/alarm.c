@@ -208,7 +208,11 @@ bool weft_alarm_stop(struct weft_alarm *a)
             continue;
         }
         if (BASE(s) == A_FIRING) {
-            if ((vc && vc->firing == a) || !may_wait)
+            /* Our vcore read afresh: a uthread may have moved since (a
+             * stale one could be the vcore now running a's callback, and we
+             * would take that for our own and return early). */
+            struct weft__vcore *me = outside ? NULL : weft__vc();
+            if ((me && me->firing == a) || !may_wait)
                 break; /* its own callback, or vcore context: do not wait */
             if (spins++ < STOP_SPIN) {
                 weft__cpu_relax(); /* callbacks are short, by contract */
