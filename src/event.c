@@ -96,12 +96,9 @@ int weft_vcore_notify(int vcore, unsigned type, uintptr_t payload)
         } else {
             /* Full: wait for the vcore to handle some (FIFO per sender is
              * kept); vcore context cannot wait for a vcore. */
-            r = 0;
-            while (!weft__sigq_put_msg(vc, type, payload)) {
-                if ((me && !me->current) || atomic_load(&rt->closing)) {
-                    r = EAGAIN; /* vcore context, or a shutdown waits for us */
-                    break;
-                }
+            bool put;
+            while (!(put = weft__sigq_put_msg(vc, type, payload)) &&
+                   !(me && !me->current) && !atomic_load(&rt->closing)) {
                 weft__event_post_bits(vc, 1ull << WEFT__EV_SIGQ);
                 attention(vc);
                 if (me)
@@ -110,7 +107,8 @@ int weft_vcore_notify(int vcore, unsigned type, uintptr_t payload)
                     sched_yield();
                 me = weft__vc_at_entry(); /* a uthread may have moved */
             }
-            if (!r) {
+            r = put ? 0 : EAGAIN; /* EAGAIN: vcore context, or a shutdown waits for us */
+            if (put) {
                 weft__event_post_bits(vc, 1ull << WEFT__EV_SIGQ);
                 attention(vc);
             }
@@ -236,17 +234,7 @@ bool weft__defer_msg(struct weft__vcore *target, unsigned type, uintptr_t payloa
 
 static void call(unsigned type, uintptr_t payload);
 
-void weft__sigq_flush_wakes(struct weft__vcore *vc)
-{
-    weft__sigq_drain_as(vc, false);
-}
-
-uint64_t weft__sigq_drain(struct weft__vcore *vc)
-{
-    return weft__sigq_drain_as(vc, true);
-}
-
-uint64_t weft__sigq_drain_as(struct weft__vcore *vc, bool handle_msgs)
+uint64_t weft__sigq_drain(struct weft__vcore *vc, bool handle_msgs)
 {
     struct weft__sigq *q = &vc->sigq;
     uint64_t n = 0;
@@ -316,7 +304,7 @@ void weft__events_handle(struct weft__vcore *vc)
         n++;
     }
     if (bits & (1ull << WEFT__EV_SIGQ))
-        n += weft__sigq_drain(vc);
+        n += weft__sigq_drain(vc, true);
     atomic_store_explicit(&vc->st.events,
                           atomic_load_explicit(&vc->st.events, memory_order_relaxed) + n,
                           memory_order_relaxed);

@@ -105,7 +105,7 @@ struct weft_uthread {
  * so any context may post) of messages and futex wake-ups, and a lock-free
  * stack of uthreads to make runnable. */
 #define WEFT__SIGQ_CAP 1024
-enum { WEFT__SIG_NOP, WEFT__SIG_WAKE, WEFT__SIG_MSG };
+enum { WEFT__SIG_WAKE = 1, WEFT__SIG_MSG };
 struct weft__sigmsg {
     _Atomic uint64_t seq;            /* slot ticket: pos (free), pos + 1 (filled) */
     unsigned kind, type;             /* WEFT__SIG_*; the message type */
@@ -329,15 +329,12 @@ void weft__defer_futex_wake(struct weft__vcore *vc, uint32_t *addr, int n);
 bool weft__defer_msg(struct weft__vcore *target, unsigned type, uintptr_t payload);
 /* weft__sigq_put_msg(): queue a message only (no attention); false if full. */
 bool weft__sigq_put_msg(struct weft__vcore *target, unsigned type, uintptr_t payload);
-/* weft__sigq_drain(): vcore context; does what handlers left. Returns how many. */
-uint64_t weft__sigq_drain(struct weft__vcore *vc);
-/* weft__sigq_drain_as(vc, handle_msgs): the same, messages dropped unless
- * handle_msgs. weft__sigq_flush_wakes(): weft_shutdown, after the vcores
- * stopped: the wake-ups still queued (of kernel threads waiting on weft
- * futexes) are made; messages, as always after the last decision, are not
- * handled. */
-uint64_t weft__sigq_drain_as(struct weft__vcore *vc, bool handle_msgs);
-void weft__sigq_flush_wakes(struct weft__vcore *vc);
+/* weft__sigq_drain(vc, handle_msgs): does what vc's queue holds and returns
+ * how many: vcore context (handle_msgs), or weft_shutdown after the vcores
+ * stopped (!handle_msgs: the futex wake-ups still queued, for kernel threads
+ * waiting on weft futexes, are made; messages, as always after the last
+ * decision, are not handled). */
+uint64_t weft__sigq_drain(struct weft__vcore *vc, bool handle_msgs);
 /* weft__vcore_wake_signal_safe(): weft_vcore_wake() without the idle lock
  * (a parked vcore takes itself off the list when it wakes). */
 void weft__vcore_wake_signal_safe(struct weft__vcore *vc);

@@ -557,13 +557,20 @@ static void idle_remove_locked(struct weft__vcore *vc)
  * sleeps there. Dekker with vcore_sleep(): we set park_word then read
  * in_poller, it sets in_poller then reads park_word (both seq_cst), so either
  * it does not go to sleep or we interrupt the poller. */
-static void vcore_signal(struct weft__vcore *vc)
+static void vcore_signal_how(struct weft__vcore *vc, bool in_handler)
 {
     atomic_store_explicit(WEFT__AT(&vc->park_word), 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&vc->in_poller, memory_order_seq_cst))
-        weft__io_wakeup();
-    else
+    if (!atomic_load_explicit(&vc->in_poller, memory_order_seq_cst))
         weft__futex_wake(&vc->park_word, 1);
+    else if (in_handler)
+        weft__notif_signal(vc); /* EINTR: the poller's own wake-up may take a lock */
+    else
+        weft__io_wakeup();
+}
+
+static void vcore_signal(struct weft__vcore *vc)
+{
+    vcore_signal_how(vc, false);
 }
 
 /* ---- the decision trace (weft_dump) --------------------------------------- */
@@ -718,16 +725,8 @@ void weft_vcore_wake(int id)
 void weft__vcore_wake_signal_safe(struct weft__vcore *vc)
 {
     atomic_thread_fence(memory_order_seq_cst); /* partner: the fence in vcore_park */
-    if (!atomic_load_explicit(&vc->parked, memory_order_relaxed))
-        return;
-    /* vcore_signal() without the poller's wake-up, which may take a lock
-     * (io_uring's submission lock): the notification signal interrupts a
-     * poller wait instead (EINTR). It leaves the idle list itself. */
-    atomic_store_explicit(WEFT__AT(&vc->park_word), 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&vc->in_poller, memory_order_seq_cst))
-        weft__notif_signal(vc);
-    else
-        weft__futex_wake(&vc->park_word, 1);
+    if (atomic_load_explicit(&vc->parked, memory_order_relaxed))
+        vcore_signal_how(vc, true); /* it leaves the idle list itself */
 }
 
 /* vcore_became_busy() runs when an idle vcore found work (step 2/3). */
@@ -1167,7 +1166,7 @@ void weft_shutdown(void)
     for (int i = 0; i < rt->nvcores; i++)
         pthread_join(rt->vcores[i].thread, NULL);
     for (int i = 0; i < rt->nvcores; i++)
-        weft__sigq_flush_wakes(&rt->vcores[i]);
+        weft__sigq_drain(&rt->vcores[i], false); /* the wake-ups still queued */
     if (rt->ops->fini)
         rt->ops->fini();
     vcores_free(rt->nvcores);

@@ -254,18 +254,21 @@ static void start_server(void)
     start_server_args(NULL);
 }
 
-/* start_server_args() starts the server with "-p 0 -r root" and up to four
- * more arguments (NULL-terminated list, or NULL). */
-static void start_server_args(const char *const *extra)
+/* spawn_server() forks the server with "-p 0 -r root" and up to four more
+ * arguments (NULL-terminated list, or NULL), its stdout on out_fd and, if
+ * err_fd >= 0, its stderr on err_fd; nofile > 0 sets its RLIMIT_NOFILE. */
+static pid_t spawn_server(const char *const *extra, int out_fd, int err_fd, int nofile)
 {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) != 0)
-        die("pipe: %s", strerror(errno));
     pid_t pid = fork();
     if (pid < 0)
         die("fork: %s", strerror(errno));
     if (pid == 0) {
-        dup2(p[1], 1);
+        dup2(out_fd, 1);
+        if (err_fd >= 0)
+            dup2(err_fd, 2);
+        struct rlimit rl = { (rlim_t)nofile, (rlim_t)nofile };
+        if (nofile > 0 && setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            _exit(126);
         const char *argv[10] = { server_bin, "-p", "0", "-r", rootdir };
         for (int i = 0; extra && extra[i] && i < 4; i++)
             argv[5 + i] = extra[i];
@@ -273,6 +276,17 @@ static void start_server_args(const char *const *extra)
         fprintf(stderr, "exec %s: %s\n", server_bin, strerror(errno));
         _exit(127);
     }
+    return pid;
+}
+
+/* start_server_args() starts the server (spawn_server's extra arguments)
+ * and reads its port from the "listening on" line. */
+static void start_server_args(const char *const *extra)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0)
+        die("pipe: %s", strerror(errno));
+    pid_t pid = spawn_server(extra, p[1], -1, 0);
     server_pid = pid;
     close(p[1]);
 
@@ -1261,8 +1275,9 @@ static void test_slow_reader(void)
 }
 
 /* test_few_descriptors(): the server run with RLIMIT_NOFILE at 4 .. 12
- * either answers a request (200, or 503 when it cannot open the file) or exits non-zero with a message on stderr within
- * the I/O timeout, never listens in silence (at 7 it used to print
+ * either answers a request (200, or 503 when it cannot open the file) or
+ * exits non-zero with a message on stderr within the I/O timeout, never
+ * listens in silence (at 7 it used to print
  * "listening" and never answer: weft's poller could not start, and accept's
  * EMFILE was retried forever). */
 static void test_few_descriptors(void)
@@ -1274,18 +1289,7 @@ static void test_few_descriptors(void)
         int out[2], err[2];
         if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
             die("pipe: %s", strerror(errno));
-        pid_t pid = fork();
-        if (pid < 0)
-            die("fork: %s", strerror(errno));
-        if (pid == 0) {
-            dup2(out[1], 1);
-            dup2(err[1], 2);
-            struct rlimit rl = { (rlim_t)lim, (rlim_t)lim };
-            if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
-                _exit(126);
-            execl(server_bin, server_bin, "-p", "0", "-r", rootdir, (char *)NULL);
-            _exit(127);
-        }
+        pid_t pid = spawn_server(NULL, out[1], err[1], lim);
         server_pid = pid;
         close(out[1]);
         close(err[1]);
