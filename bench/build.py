@@ -8,7 +8,9 @@ missing (a missing peer is reported, never dropped).
         If the whole tree does not configure, bench/ is configured on its own
         so that the peers can still be measured.
     Go:   go build -o <build>/bench/peers/gobench   (in bench/peers/go)
-    Rust: cargo build --release --locked --target-dir <build>/bench/peers/rust-target
+    Rust: cargo build --release --locked --bin B --target-dir <build>/bench/peers/rust-target
+          for B = ringbench (the ring), hyperhttpd (the HTTP section) and idlemem
+          (memory per idle thread), one at a time
           (in bench/peers/rust; crates come from crates.io on the first build)
 """
 
@@ -114,6 +116,7 @@ def build(build_dir: Path, skip_build: bool, programs: set[tuple[str, str]]) -> 
 
     peers = bench_bin / "peers"
     reasons = {"go": "", "rust": ""}
+    prog_reasons: dict[tuple[str, str], str] = {}   # one program of a kind that failed
     if not skip_build:
         peers.mkdir(parents=True, exist_ok=True)
         go = shutil.which("go")
@@ -132,23 +135,31 @@ def build(build_dir: Path, skip_build: bool, programs: set[tuple[str, str]]) -> 
                               "installs Debian's cargo)"
         else:
             target = peers / "rust-target"
-            rc, out = run_logged([cargo, "build", "--release", "--locked", "--target-dir",
-                                  str(target)], log, cwd=ROOT / "bench" / "peers" / "rust")
-            steps.append({"step": "cargo build", "rc": rc})
-            if rc != 0:
-                reasons["rust"] = f"cargo build failed (see {log}): " + first_errors(out)
-            else:
-                shutil.copy2(target / "release" / "ringbench", peers / "ringbench")
+            # One binary at a time: the HTTP peer's crates (hyper) failing to build or
+            # download must not take the ring's tokio peer with them.
+            for prog in ("ringbench", "hyperhttpd", "idlemem"):
+                rc, out = run_logged([cargo, "build", "--release", "--locked", "--bin", prog,
+                                      "--target-dir", str(target)], log,
+                                     cwd=ROOT / "bench" / "peers" / "rust")
+                steps.append({"step": f"cargo build {prog}", "rc": rc})
+                if rc != 0:
+                    prog_reasons[("rust", prog)] = f"cargo build --bin {prog} failed (see " \
+                                                   f"{log}): " + first_errors(out)
+                else:
+                    shutil.copy2(target / "release" / prog, peers / prog)
 
     for kind, program in sorted(programs):
         key = (kind, program)
         path = (bench_bin / program) if kind == "weft" else (peers / program)
         if kind in reasons and reasons[kind]:
             bins.missing[key] = reasons[kind]
+        elif key in prog_reasons:
+            bins.missing[key] = prog_reasons[key]
         elif path.is_file() and os.access(path, os.X_OK):
             bins.paths[key] = path
-        elif kind in ("go", "rust"):
-            bins.missing[key] = "not built (run without --no-build)"
+        elif kind in ("go", "rust") or skip_build:
+            bins.missing[key] = f"not built: no {path} (--no-build builds nothing)" if skip_build \
+                else "not built"
         elif kind == "weft" and weft_reason:
             bins.missing[key] = weft_reason
         elif program in skipped:

@@ -1,38 +1,60 @@
 #!/usr/bin/env python3
 """
-http_bench.py — the HTTP section of the report: static-file throughput of
-weft's httpd against a thread-per-connection server and nginx, on the same
-machine in the same run. bench/run.py calls run_http().
+http_bench.py — the HTTP section of the report: static-file throughput and
+latency of weft's httpd against a thread-per-connection server, nginx, Go's
+net/http and Rust's hyper, on the same machine in the same run, under three
+load shapes. bench/run.py calls run_http().
 
 What it does:
  1. Writes a 612-byte index.html into a temporary document root and, for
     nginx, a generated configuration beside it (one worker process, master
     process on, daemon off, sendfile on, access_log off, keep-alive with
-    keepalive_requests 1000000, listening on 127.0.0.1 on a port found by
-    binding port 0 first; error log, pid file and temp paths in the temporary
+    keepalive_requests 1000000, worker_connections and worker_rlimit_nofile
+    from nofile_wanted(), listening on 127.0.0.1 on a port found by binding
+    port 0 first; error log, pid file and temp paths in the temporary
     directory).
- 2. Servers, each pinned to CPU 0 (`taskset -c 0`):
-      weft           <build>/examples/httpd/httpd -p 0 -r ROOT -v 1
-      pthread        <build>/examples/httpd/httpd-pthread -p 0 -r ROOT
-      nginx          nginx -p TMP -c TMP/nginx.conf -e TMP/error.log
-    httpd and httpd-pthread print "listening on 127.0.0.1:<port>" when ready.
-    Each server is started afresh for every run and checked first with two
-    GET requests on one connection (status 200, the exact body).
- 3. Load: `taskset -c 1 wrk -t1 -c100 -d<D>s --latency URL`, warm-up rounds
-    discarded, the servers interleaved (A B C A B C ...). A run with
-    non-2xx/3xx responses, or socket errors above 0.01% of the requests,
-    fails loudly.
+ 2. Servers, each pinned to CPU 0 (`taskset -c 0`), all serving that root:
+      weft     <build>/examples/httpd/httpd -p 0 -r ROOT -v 1
+      pthread  <build>/examples/httpd/httpd-pthread -p 0 -r ROOT
+      nginx    nginx -p TMP -c TMP/nginx.conf -e TMP/error.log
+      go       GOMAXPROCS=1 <build>/bench/peers/gobench httpd --root ROOT --port 0
+               (net/http; bench/peers/go/httpd.go)
+      hyper    <build>/bench/peers/hyperhttpd --root ROOT --port 0
+               (hyper 1.x on tokio's current-thread runtime; bench/peers/rust/src/httpd.rs)
+    All but nginx print "listening on 127.0.0.1:<port>" when ready. Every
+    server and wrk get RLIMIT_NOFILE raised to nofile_wanted() (soft limit,
+    up to the hard one). A server is started afresh for every run and probed
+    first (probe()): the request wrk sends, on a raw socket: status 200, the
+    exact body, the response's exact size on the wire (header sizes differ per
+    server), and keep-alive held, or with Connection: close, the header in the
+    response and the connection closed by the server.
+ 3. Load shapes (SHAPES; the row param): conns=100 and conns=1000 keep-alive
+    connections, and conns=100,close (`-H "Connection: close"`: every
+    request on a new connection). Load: `taskset -c 1 wrk -t1 -c<C>
+    -d<D>s --latency --timeout 10s -s check.lua [-H "Connection: close"] URL
+    -- 612`;
+    warm-up rounds (shorter: warmup_duration()) discarded; for each shape the
+    servers interleaved (A B C A B C ...).
+ 4. Every response is checked (LUA: wrk's response() in each thread's Lua
+    state, totals gathered in done() with setup()/thread:get): status 200,
+    a 612-byte body, Connection: close on every response without keep-alive
+    and on none with it, and the bytes: see check_run(). Without keep-alive
+    the machine's count of TCP connections opened (/proc/net/snmp
+    ActiveOpens) must be at least the requests. A run with any other status,
+    a byte mismatch, or socket errors above 0.01% of the requests fails
+    loudly. p50/p90/p99/max latency come from done()'s latency object.
 
 A server or tool that is not there (nginx or wrk not installed, httpd not
-built) is reported as missing. Every server started is killed on the way out
-(its whole process group), even on failure; every subprocess has a timeout.
+built, go or cargo absent, a peer not built with --no-build) is reported as
+missing, for every shape. Every server started is killed on the way out (its
+whole process group), even on failure; every subprocess has a timeout.
 """
 
 from __future__ import annotations
 
-import http.client
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -47,10 +69,24 @@ from benchlib import Row, first_line, median
 
 ROOT = Path(__file__).resolve().parent.parent
 SOCKET_ERROR_TOLERANCE = 1e-4  # socket errors allowed, as a fraction of the requests
+PROBE_TIMEOUT_S = 5         # the probe's socket timeout; a server must close by then
 START_TIMEOUT_S = 15         # a server must be listening within this
 STOP_TIMEOUT_S = 5           # SIGTERM, then SIGKILL after this
+WRK_TIMEOUT_S = 10           # wrk --timeout: slower responses are errors, and out of the latency
+                             # histogram (wrk's default, 2 s, dropped pthread's tail at 1000 conns)
 WRK_SLACK_S = 30             # wrk may take this much longer than -d before it is killed
 SERVER_CPU, CLIENT_CPU = 0, 1
+
+
+@dataclass
+class Place:
+    """Where a run's processes go: the server's K (vcores, worker processes,
+    GOMAXPROCS, tokio workers) on server_cpus, wrk with one thread per
+    client CPU on client_cpus. The section's own runs: K = 1 on CPU 0, wrk
+    on CPU 1; the scaling section's: K on CPUs 0..K-1, wrk on the upper half."""
+    k: int = 1
+    server_cpus: tuple[int, ...] = (SERVER_CPU,)
+    client_cpus: tuple[int, ...] = (CLIENT_CPU,)
 FILE_SIZE = 612              # the size of nginx's classic welcome page
 
 # ---------------------------------------------------------------------------
@@ -64,6 +100,7 @@ class Server:
     cmd: list[str] = field(default_factory=list)
     missing: str = ""            # why it cannot run, if it cannot
     port: int = 0                # fixed port (nginx); 0 = read from "listening on"
+    env: dict = field(default_factory=dict)   # added to the driver's environment
 
 
 def free_port() -> int:
@@ -85,19 +122,20 @@ def index_html() -> bytes:
     return data
 
 
-def nginx_conf(tmp: Path, docroot: Path, port: int) -> str:
+def nginx_conf(tmp: Path, docroot: Path, port: int, workers: int = 1) -> str:
     user = "user root root;\n" if os.geteuid() == 0 else ""   # read the 0700 temp dir as root
     temps = "\n".join(f"    {k}_temp_path {tmp / (k + '_temp')};"
                       for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
     return f"""# generated by bench/http_bench.py
-{user}worker_processes 1;
+{user}worker_processes {workers};
+worker_rlimit_nofile {nofile_wanted()};
 master_process on;
 daemon off;
 pid {tmp / 'nginx.pid'};
 error_log {tmp / 'error.log'} warn;
 
 events {{
-    worker_connections 1024;
+    worker_connections {nofile_wanted()};
 }}
 
 http {{
@@ -120,11 +158,19 @@ http {{
 """
 
 
-def servers(build_dir: Path, tmp: Path, docroot: Path) -> list[Server]:
+# (kind, program) of the peers that build.py builds and locates (bench/run.py asks for them)
+PROGRAMS = [("go", "gobench"), ("rust", "hyperhttpd")]
+
+
+def servers(build_dir: Path, tmp: Path, docroot: Path, bins=None, k: int = 1) -> list[Server]:
+    """Every server of the section, in the order they are run, each with k vcores, worker
+    processes, GOMAXPROCS or tokio workers; bins (build.Binaries) says where the Go and Rust
+    peers are or why they are missing."""
     httpd_dir = build_dir / "examples" / "httpd"
     out = []
     for name, prog, extra, describe in (
-            ("weft", "httpd", ["-v", "1"], "examples/httpd on weft, 1 vcore (`httpd -v 1`)"),
+            ("weft", "httpd", ["-v", str(k)],
+             f"examples/httpd on weft, {k} vcore{'s' if k > 1 else ''} (`httpd -v {k}`)"),
             ("pthread", "httpd-pthread", [], "examples/httpd, one kernel thread per connection "
                                              "(`httpd-pthread`)")):
         path = httpd_dir / prog
@@ -142,18 +188,97 @@ def servers(build_dir: Path, tmp: Path, docroot: Path) -> list[Server]:
     else:
         s.port = free_port()
         conf = tmp / "nginx.conf"
-        conf.write_text(nginx_conf(tmp, docroot, s.port))
+        conf.write_text(nginx_conf(tmp, docroot, s.port, k))
         s.cmd = [nginx, "-p", str(tmp), "-c", str(conf), "-e", str(tmp / "error.log")]
         version = first_line([nginx, "-v"]).replace("nginx version: ", "") or "nginx"
-        s.describe = f"{version} from Debian, 1 worker process (master process on), sendfile, " \
+        s.describe = f"{version} from Debian, {k} worker process{'es' if k > 1 else ''} " \
+                     f"(master process on), sendfile, " \
                      f"keep-alive (keepalive_requests 1000000), access_log off"
     out.append(s)
+
+    go = Server("go", "Go net/http (`gobench httpd`, bench/peers/go/httpd.go): http.ServeContent "
+                      "on an http.Dir (what http.FileServer does, without its /index.html "
+                      f"redirect), GOMAXPROCS={k}", env={"GOMAXPROCS": str(k)})
+    path, why = lookup(bins, "go", "gobench", build_dir)
+    if path is None:
+        go.missing = why
+    elif "gobench httpd" not in usage_of([str(path)]):
+        go.missing = f"{path} has no httpd subcommand (built from an older tree: run without " \
+                     f"--no-build)"
+    else:
+        go.cmd = [str(path), "httpd", "--root", str(docroot), "--port", "0"]
+        version = first_line(["go", "version"]).replace("go version ", "")
+        if version:
+            go.describe += f"; {version}"
+    out.append(go)
+
+    rs = Server("hyper", "Rust hyper 1.x HTTP/1 server on tokio's current-thread runtime "
+                         "(`hyperhttpd`, bench/peers/rust/src/httpd.rs): the file read per "
+                         "request, Content-Type and Content-Length set")
+    path, why = lookup(bins, "rust", "hyperhttpd", build_dir)
+    if path is None:
+        rs.missing = why
+    else:
+        rs.cmd = [str(path), "--root", str(docroot), "--port", "0"] + \
+            (["--workers", str(k)] if k > 1 else [])
+        if k > 1:
+            rs.describe = rs.describe.replace("current-thread runtime",
+                                              f"multi-thread runtime ({k} workers)")
+        lock = ROOT / "bench" / "peers" / "rust" / "Cargo.lock"
+        try:
+            vers = dict(re.findall(r'name = "(hyper|tokio)"\nversion = "([^"]+)"',
+                                   lock.read_text()))
+            rs.describe += f"; hyper {vers.get('hyper', '?')}, tokio {vers.get('tokio', '?')}"
+        except OSError:
+            pass
+    out.append(rs)
     return out
 
 
-def die_with_parent() -> None:
-    """In the child before exec: SIGKILL it if this driver dies without cleaning up
-    (prctl PR_SET_PDEATHSIG; survives exec of taskset and of the server)."""
+def lookup(bins, kind: str, program: str, build_dir: Path) -> tuple[Path | None, str]:
+    """Where build.py put a peer (or why it is missing); without bins, the usual place."""
+    if bins is not None:
+        return bins.lookup(kind, program)
+    path = build_dir / "bench" / "peers" / program
+    if path.is_file() and os.access(path, os.X_OK):
+        return path, ""
+    return None, f"{path} not built (bench/run.py builds it)"
+
+
+def usage_of(cmd: list[str]) -> str:
+    """What a program prints when run with no arguments (its usage), '' if it cannot run."""
+    try:
+        return subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def nofile_wanted() -> int:
+    """The descriptor limit every server and wrk get: enough for the largest load shape
+    (each connection is one descriptor at each end, plus listeners, files and slack)."""
+    # the scaling section runs 100 connections per server CPU
+    return max([c for _, c, _ in SHAPES] + [100 * (os.cpu_count() or 1)]) * 2 + 1024
+
+
+def raise_nofile() -> None:
+    """RLIMIT_NOFILE's soft limit up to nofile_wanted() (at most the hard limit)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = nofile_wanted()
+    if hard != resource.RLIM_INFINITY:
+        want = min(want, hard)
+    if soft == resource.RLIM_INFINITY or soft >= want:
+        return
+    resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+
+
+def child_setup() -> None:
+    """In the child before exec: the descriptor limit raised, and SIGKILL if this driver dies
+    without cleaning up (prctl PR_SET_PDEATHSIG; survives exec of taskset and of the server)."""
+    try:
+        raise_nofile()
+    except (OSError, ValueError):
+        pass                     # the run then fails loudly (EMFILE) rather than silently
     try:
         import ctypes
         libc = ctypes.CDLL(None, use_errno=True)
@@ -178,7 +303,8 @@ class Running:
             self.proc = subprocess.Popen(self.pin + self.server.cmd, stdin=subprocess.DEVNULL,
                                          stdout=logf, stderr=subprocess.STDOUT,
                                          start_new_session=True, cwd=self.log.parent,
-                                         preexec_fn=die_with_parent)
+                                         env={**os.environ, **self.server.env},
+                                         preexec_fn=child_setup)
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -256,29 +382,77 @@ class Running:
               file=sys.stderr)
 
 
-def precheck(port: int, body: bytes) -> dict:
-    """Two GETs on one connection: both 200 with the exact body. Returns what was seen."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+def read_response(sock: socket.socket, buf: bytes) -> tuple[int, dict, bytes, int, bytes]:
+    """Reads one response with a Content-Length body: (status, headers with lower-case
+    names, body, its size on the wire, the bytes read beyond it)."""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise RuntimeError(f"connection closed inside a response head ({len(buf)} bytes)")
+        buf += chunk
+    head, rest = buf.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    m = re.match(r"HTTP/1\.[01] (\d{3})", lines[0])
+    if not m:
+        raise RuntimeError(f"not an HTTP response: {lines[0]!r}")
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    if "content-length" not in headers:
+        raise RuntimeError(f"response without Content-Length: {lines}")
+    n = int(headers["content-length"])
+    while len(rest) < n:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise RuntimeError("connection closed inside a response body")
+        rest += chunk
+    return int(m.group(1)), headers, rest[:n], len(head) + 4 + n, rest[n:]
+
+
+def probe(port: int, body: bytes, close: bool) -> dict:
+    """The request wrk sends, on a raw socket, to learn the exact response size: with
+    keep-alive, two requests on one connection (both 200 with the exact body and the same
+    size, the connection kept open); with Connection: close, one request, then the server
+    must close the connection (EOF within PROBE_TIMEOUT_S) having sent nothing more.
+    Returns {"response_bytes", "headers", "keep_alive"}; raises RuntimeError if wrong."""
+    req = (f"GET /index.html HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+           + ("Connection: close\r\n" if close else "") + "\r\n").encode()
     seen: dict = {}
-    try:
-        for i in range(2):
-            conn.request("GET", "/index.html")
-            r = conn.getresponse()
-            data = r.read()
-            if r.status != 200:
-                raise RuntimeError(f"GET /index.html returned {r.status} {r.reason}")
+    with socket.create_connection(("127.0.0.1", port), timeout=PROBE_TIMEOUT_S) as sock:
+        buf = b""
+        for i in range(1 if close else 2):
+            sock.sendall(req)
+            status, headers, data, size, buf = read_response(sock, buf)
+            if status != 200:
+                raise RuntimeError(f"GET /index.html returned {status}")
             if data != body:
                 raise RuntimeError(f"GET /index.html returned {len(data)} bytes, not the "
                                    f"{len(body)}-byte file")
+            conn_close = headers.get("connection", "").lower() == "close"
+            if conn_close != close:
+                raise RuntimeError("the response " + ("lacks" if close else "has")
+                                   + " 'Connection: close'" + (" (asked for)" if close else
+                                                                " (keep-alive asked for)"))
             if i == 0:
-                seen["header_bytes"] = sum(len(f"{k}: {v}\r\n") for k, v in r.getheaders()) \
-                    + len(f"HTTP/1.1 {r.status} {r.reason}\r\n\r\n")
-                seen["headers"] = [f"{k}: {v}" for k, v in r.getheaders()]
-                seen["keep_alive"] = not r.will_close
-    finally:
-        conn.close()
+                seen = {"response_bytes": size, "headers": [f"{k}: {v}" for k, v in
+                                                            headers.items()]}
+            elif size != seen["response_bytes"]:
+                raise RuntimeError(f"two responses of {seen['response_bytes']} and {size} bytes")
+        if close:
+            t0 = time.monotonic()
+            try:
+                more = buf + sock.recv(65536)
+            except socket.timeout:
+                raise RuntimeError(f"the server did not close the connection within "
+                                   f"{PROBE_TIMEOUT_S} s after a 'Connection: close' response")
+            except ConnectionResetError:
+                more = b""     # closed, with a reset: still closed
+            if more:
+                raise RuntimeError(f"{len(more)} bytes after the 'Connection: close' response")
+            seen["closed_after_s"] = round(time.monotonic() - t0, 4)
+        seen["keep_alive"] = not close
     return seen
-
 
 # ---------------------------------------------------------------------------
 # wrk
@@ -320,20 +494,109 @@ def parse_wrk(out: str) -> dict:
     return r
 
 
-def check_wrk(r: dict) -> str:
-    """'' if the run is clean, else what is wrong."""
+LUA = r"""-- generated by bench/http_bench.py: every response checked, totals over wrk's threads
+local threads = {}
+function setup(thread)
+   table.insert(threads, thread)
+end
+function init(args)
+   body_size = tonumber(args[1])
+   responses, non200, badbody, closehdr, wire = 0, 0, 0, 0, 0
+end
+-- wire: the response's size rebuilt from what wrk parsed, "HTTP/1.1 200 OK\r\n", each
+-- header as "Name: value\r\n", "\r\n", the body
+function response(status, headers, body)
+   responses = responses + 1
+   if status ~= 200 then non200 = non200 + 1 end
+   if #body ~= body_size then badbody = badbody + 1 end
+   local n = 17 + 2 + #body
+   for k, v in pairs(headers) do
+      n = n + #k + #v + 4
+      if string.lower(k) == "connection" and string.lower(v) == "close" then
+         closehdr = closehdr + 1
+      end
+   end
+   wire = wire + n
+end
+function done(summary, latency, requests)
+   local t = {responses = 0, non200 = 0, badbody = 0, closehdr = 0, wire = 0}
+   for _, th in ipairs(threads) do
+      for k, _ in pairs(t) do t[k] = t[k] + th:get(k) end
+   end
+   io.write(string.format("WRKCHECK requests=%d bytes=%d responses=%d non200=%d badbody=%d "
+                          .. "closehdr=%d wire=%d p50_us=%d p90_us=%d p99_us=%d max_us=%d\n",
+                          summary.requests, summary.bytes, t.responses, t.non200, t.badbody,
+                          t.closehdr, t.wire, latency:percentile(50), latency:percentile(90),
+                          latency:percentile(99), latency.max))
+end
+"""
+
+
+def parse_check(out: str) -> dict:
+    m = re.search(r"^WRKCHECK (.*)$", out, re.M)
+    if not m:
+        raise ValueError("no WRKCHECK line: the Lua script's done() did not run")
+    return {k: int(v) for k, v in (kv.split("=", 1) for kv in m.group(1).split())}
+
+
+def check_run(r: dict, c: dict, response_bytes: int, close: bool, conns: int) -> tuple[dict, str]:
+    """Every response's check, from wrk's output (r: parse_wrk) and the Lua totals (c:
+    parse_check), against the response size measured by probe(). Returns (the check's
+    numbers for the row's details, '' if the run is clean, else what is wrong).
+
+    Bytes, two ways: (1) the script rebuilds each completed response's size from what wrk
+    parsed (status line, every header, the body): their sum must be exactly requests x
+    response_bytes; (2) wrk's own count of the bytes it read must be the same, or more by
+    less than one response per connection: wrk counts bytes as it reads them and requests
+    as they complete, so a response cut off by the end of the run is in the bytes and not
+    in the requests (recorded as bytes_unfinished)."""
+    expected = c["requests"] * response_bytes
+    unfinished = c["bytes"] - expected
+    chk = {"requests": c["requests"], "responses_checked": c["responses"],
+           "non_200": c["non200"], "bad_body": c["badbody"],
+           "connection_close": c["closehdr"], "response_bytes": response_bytes,
+           "bytes_expected": expected, "bytes_rebuilt": c["wire"], "bytes_read": c["bytes"],
+           "bytes_unfinished": unfinished,
+           "bytes_ok": c["wire"] == expected and 0 <= unfinished < conns * response_bytes,
+           "non_2xx_3xx": r["non_2xx_3xx"], "socket_errors": r["socket_errors"]}
     problems = []
-    if r["requests"] == 0:
+    if c["requests"] == 0:
         problems.append("no request completed")
+    if c["responses"] != c["requests"]:
+        problems.append(f"the script saw {c['responses']} responses of {c['requests']}")
+    if c["non200"]:
+        problems.append(f"{c['non200']} responses with a status other than 200")
     if r["non_2xx_3xx"]:
         problems.append(f"{r['non_2xx_3xx']} non-2xx/3xx responses")
+    if c["badbody"]:
+        problems.append(f"{c['badbody']} responses whose body is not {FILE_SIZE} bytes")
+    if c["wire"] != expected:
+        problems.append(f"the responses add up to {c['wire']} bytes, not {c['requests']} "
+                        f"requests x {response_bytes} = {expected} (off by "
+                        f"{c['wire'] - expected})")
+    if not 0 <= unfinished < conns * response_bytes:
+        problems.append(f"wrk read {c['bytes']} bytes, not {c['requests']} requests x "
+                        f"{response_bytes} = {expected} (off by {unfinished}; at most one "
+                        f"unfinished response per connection may be cut off by the end)")
+    want_close = c["requests"] if close else 0
+    if c["closehdr"] != want_close:
+        problems.append(f"{c['closehdr']} responses with 'Connection: close', not {want_close}")
     errs = sum(r["socket_errors"].values())
-    if errs > SOCKET_ERROR_TOLERANCE * max(r["requests"], 1):
+    if errs > SOCKET_ERROR_TOLERANCE * max(c["requests"], 1):
         problems.append("socket errors " + ", ".join(f"{k} {v}" for k, v in
                                                     r["socket_errors"].items() if v)
                         + f" (tolerance {SOCKET_ERROR_TOLERANCE:.2%} of requests)")
-    return "; ".join(problems)
+    return chk, "; ".join(problems)
 
+
+def tcp_active_opens() -> int | None:
+    """The machine's count of TCP connections opened (connect) so far, /proc/net/snmp."""
+    try:
+        lines = [l.split() for l in Path("/proc/net/snmp").read_text().splitlines()
+                 if l.startswith("Tcp:")]
+        return int(lines[1][lines[0].index("ActiveOpens")])
+    except (OSError, ValueError, IndexError):
+        return None
 
 def cpu_times() -> dict[int, tuple[int, int, int]]:
     """Per CPU from /proc/stat: (busy, total, steal) in ticks; busy excludes idle, iowait
@@ -361,23 +624,36 @@ def busy_share(before: dict, after: dict, cpu: int) -> tuple[float | None, float
     return ((after[cpu][0] - before[cpu][0]) / total, (after[cpu][2] - before[cpu][2]) / total)
 
 
-def pin_cmd(cpu: int) -> list[str]:
-    """The prefix that pins a command to one CPU."""
-    return ["taskset", "-c", str(cpu)]
+def pin_cmd(cpus: tuple[int, ...]) -> list[str]:
+    """The prefix that pins a command to CPUs."""
+    return ["taskset", "-c", ",".join(map(str, cpus))]
 
 
 # ---------------------------------------------------------------------------
 # The section
 # ---------------------------------------------------------------------------
 
-TITLE = "HTTP: static file, keep-alive, one server CPU"
+TITLE = "HTTP: static file, one server CPU, keep-alive and not"
+
+# The load shapes: (param, connections, a new connection per request)
+SHAPES = [("conns=100", 100, False), ("conns=1000", 1000, False), ("conns=100,close", 100, True)]
+
+
+def warmup_duration(duration: int) -> int:
+    """A warm-up run's length: the server is started afresh for every run, so a warm-up
+    only warms the machine (page cache, CPU frequency, the allocator of the kernel)."""
+    return max(1, duration // 5)
 
 
 def run_http(build_dir: Path, duration: int, rounds: int, warmup_rounds: int,
-             connections: int, log) -> dict:
-    """Runs the HTTP section; returns {"rows": [Row...], "runs": [...], "meta": {...}}.
-    Rows: per server, requests/s (section "http") and p99 latency in ms
-    (section "http-p99"). log(text) reports progress."""
+             shapes: list | None, log, bins=None, place: Place | None = None) -> dict:
+    """Runs the HTTP section; returns {"rows": [Row...], "runs": [...], "meta": {...},
+    "failures": [...]}. Rows, per server and load shape (param = the shape's name):
+    requests/s (section "http", details: p50/p99 and every check per kept run) and p99
+    latency in ms (section "http-p99"). bins: build.Binaries, for the Go and Rust peers.
+    log(text) reports progress."""
+    shapes = shapes or SHAPES
+    place = place or Place()
     tmp = Path(tempfile.mkdtemp(prefix="weft-http-"))
     keep = False
     try:
@@ -385,11 +661,16 @@ def run_http(build_dir: Path, duration: int, rounds: int, warmup_rounds: int,
         docroot.mkdir()
         body = index_html()
         (docroot / "index.html").write_bytes(body)
-        all_servers = servers(build_dir, tmp, docroot)
-        result = _run(all_servers, tmp, body, duration, rounds, warmup_rounds, connections, log)
+        (tmp / "check.lua").write_text(LUA)
+        all_servers = servers(build_dir, tmp, docroot, bins, place.k)
+        t0 = time.monotonic()
+        result = _run(all_servers, tmp, body, duration, rounds, warmup_rounds, shapes, log,
+                      place)
+        result["meta"]["seconds"] = round(time.monotonic() - t0, 1)
         keep = bool(result["failures"])
         result["meta"]["nginx_conf"] = ((tmp / "nginx.conf").read_text()
                                         if (tmp / "nginx.conf").exists() else None)
+        result["meta"]["wrk_script"] = LUA
         if keep:
             result["meta"]["logs_kept_in"] = str(tmp)
         return result
@@ -398,106 +679,183 @@ def run_http(build_dir: Path, duration: int, rounds: int, warmup_rounds: int,
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _one_run(s: Server, tmp: Path, body: bytes, rec: dict, conns: int, close: bool,
+             seconds: int, live: list, place: Place) -> None:
+    """One wrk run against a freshly started server; fills rec, raises on any failure."""
+    srv = Running(s, tmp, f"r{rec['round']}-c{conns}{'-close' if close else ''}",
+                  pin_cmd(place.server_cpus))
+    live.append(srv)
+    try:
+        srv.start()
+        rec["port"] = srv.port
+        seen = probe(srv.port, body, close)
+        rec["probe"] = seen
+        url = f"http://127.0.0.1:{srv.port}/index.html"
+        cmd = pin_cmd(place.client_cpus) + ["wrk", f"-t{len(place.client_cpus)}", f"-c{conns}", f"-d{seconds}s", "--latency",
+                                     "--timeout", f"{WRK_TIMEOUT_S}s",
+                                     "-s", str(tmp / "check.lua")] \
+            + (["-H", "Connection: close"] if close else []) + [url, "--", str(len(body))]
+        rec["wrk_cmd"] = cmd
+        cpu0 = srv.cpu_seconds()
+        ct0 = cpu_times()
+        opens0 = tcp_active_opens()
+        t0 = time.monotonic()
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=seconds + WRK_SLACK_S, preexec_fn=child_setup)
+        wall = time.monotonic() - t0
+        opens1 = tcp_active_opens()
+        ct1 = cpu_times()
+        rec["server_cpu_s"] = round(srv.cpu_seconds() - cpu0, 3)
+        rec["server_cpu_share"] = round(rec["server_cpu_s"] / wall, 3) if wall else None
+        for name, cpu in (("server", place.server_cpus[0]), ("client", place.client_cpus[0])):
+            busy, steal = busy_share(ct0, ct1, cpu)
+            rec[f"{name}_cpu_busy_share"] = None if busy is None else round(busy, 3)
+            rec[f"{name}_cpu_steal_share"] = None if steal is None else round(steal, 3)
+        rec["wrk_output"] = p.stdout
+        if p.returncode != 0:
+            raise RuntimeError(f"wrk exited with status {p.returncode}: "
+                               + " | ".join(p.stdout.strip().splitlines()[-3:]))
+        rec.update(parse_wrk(p.stdout))
+        c = parse_check(p.stdout)
+        rec["p50_ms"], rec["p90_ms"], rec["p99_ms"] = (c["p50_us"] / 1000, c["p90_us"] / 1000,
+                                                       c["p99_us"] / 1000)
+        rec["max_ms"] = c["max_us"] / 1000
+        chk, bad = check_run(rec, c, seen["response_bytes"], close, conns)
+        # Connections opened on the machine during the run (other programs' included):
+        # without keep-alive, every request needs its own.
+        chk["tcp_connections_opened"] = (opens1 - opens0) if None not in (opens0, opens1) \
+            else None
+        if close and chk["tcp_connections_opened"] is not None \
+                and chk["tcp_connections_opened"] < c["requests"]:
+            bad = "; ".join(x for x in (bad, f"only {chk['tcp_connections_opened']} connections "
+                                             f"opened for {c['requests']} requests") if x)
+        rec["check"] = chk
+        if not srv.alive():
+            raise RuntimeError(f"the server died during the run (status "
+                               f"{srv.proc.returncode}): {srv.log_tail()}")
+        if bad:
+            raise RuntimeError(bad)
+    finally:
+        srv.stop()
+        live.remove(srv)
+        rec["server_log_tail"] = srv.log_tail(10)
+        if srv.exit_note:
+            rec["server_exit"] = srv.exit_note
+
+
 def _run(all_servers: list[Server], tmp: Path, body: bytes, duration: int, rounds: int,
-         warmup_rounds: int, connections: int, log) -> dict:
+         warmup_rounds: int, shapes: list, log, place: Place) -> dict:
     # Anything that stops every run: wrk, taskset, two CPUs.
     global_missing = ""
     if shutil.which("wrk") is None:
         global_missing = "wrk not installed (scripts/deps.sh bench installs it)"
     elif shutil.which("taskset") is None:
         global_missing = "taskset not found (util-linux)"
-    elif not {SERVER_CPU, CLIENT_CPU} <= os.sched_getaffinity(0):
-        global_missing = f"needs CPUs {SERVER_CPU} and {CLIENT_CPU} in the affinity mask"
+    elif not set(place.server_cpus + place.client_cpus) <= os.sched_getaffinity(0):
+        global_missing = (f"needs CPUs {place.server_cpus + place.client_cpus} in the affinity "
+                          "mask")
     for s in all_servers:
         if global_missing and not s.missing:
             s.missing = global_missing
+    # A shape whose connections cannot have descriptors: missing for every server.
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    shape_missing = {}
+    for param, conns, _ in shapes:
+        if hard != resource.RLIM_INFINITY and hard < conns + 64:
+            shape_missing[param] = f"RLIMIT_NOFILE hard limit {hard} < {conns} connections + 64"
 
     runs: list[dict] = []
     failures: list[str] = []
-    checks: dict[str, dict] = {}
     live: list[Running] = []
-    total_rounds = warmup_rounds + rounds
     try:
-        for rnd in range(total_rounds):
-            kept = rnd >= warmup_rounds
-            for s in all_servers:            # interleaved: A B C, A B C, ...
-                if s.missing:
-                    continue
-                log(f"http round {rnd}{'' if kept else ' (warm-up)'}: {s.name}")
-                rec: dict = {"server": s.name, "round": rnd, "warmup": not kept,
-                             "server_cmd": pin_cmd(SERVER_CPU) + s.cmd}
-                srv = Running(s, tmp, f"r{rnd}", pin_cmd(SERVER_CPU))
-                live.append(srv)
-                try:
-                    srv.start()
-                    rec["port"] = srv.port
-                    checks.setdefault(s.name, precheck(srv.port, body))
-                    url = f"http://127.0.0.1:{srv.port}/index.html"
-                    cmd = pin_cmd(CLIENT_CPU) + ["wrk", "-t1", f"-c{connections}",
-                                                 f"-d{duration}s", "--latency", url]
-                    rec["wrk_cmd"] = cmd
-                    cpu0 = srv.cpu_seconds()
-                    ct0 = cpu_times()
-                    t0 = time.monotonic()
-                    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                       text=True, timeout=duration + WRK_SLACK_S)
-                    wall = time.monotonic() - t0
-                    ct1 = cpu_times()
-                    rec["server_cpu_s"] = round(srv.cpu_seconds() - cpu0, 3)
-                    rec["server_cpu_share"] = round(rec["server_cpu_s"] / wall, 3) if wall else None
-                    for name, cpu in (("server", SERVER_CPU), ("client", CLIENT_CPU)):
-                        busy, steal = busy_share(ct0, ct1, cpu)
-                        rec[f"{name}_cpu_busy_share"] = None if busy is None else round(busy, 3)
-                        rec[f"{name}_cpu_steal_share"] = None if steal is None else round(steal, 3)
-                    rec["wrk_output"] = p.stdout
-                    if p.returncode != 0:
-                        raise RuntimeError(f"wrk exited with status {p.returncode}: "
-                                           + " | ".join(p.stdout.strip().splitlines()[-3:]))
-                    rec.update(parse_wrk(p.stdout))
-                    if not srv.alive():
-                        raise RuntimeError(f"the server died during the run (status "
-                                           f"{srv.proc.returncode}): {srv.log_tail()}")
-                    bad = check_wrk(rec)
-                    if bad:
-                        raise RuntimeError(bad)
-                    rec["ok"] = True
-                    log(f"  {rec['rps']:,.0f} requests/s, p99 {rec['p99_ms']:.2f} ms, server CPU "
-                        f"{rec['server_cpu_share'] * 100:.0f}%")
-                except (RuntimeError, ValueError, OSError, http.client.HTTPException,
-                        subprocess.TimeoutExpired) as e:
-                    rec["ok"] = False
-                    rec["error"] = str(e) if isinstance(e, RuntimeError) \
-                        else f"{type(e).__name__}: {e}"
-                    failures.append(f"{s.name} round {rnd}: {rec['error']}")
-                    log(f"FAIL http {s.name} round {rnd}: {rec['error']}")
-                finally:
-                    srv.stop()
-                    live.remove(srv)
-                    rec["server_log_tail"] = srv.log_tail(10)
-                    if srv.exit_note:
-                        rec["server_exit"] = srv.exit_note
-                runs.append(rec)
+        for param, conns, close in shapes:
+            if param in shape_missing:
+                continue
+            for rnd in range(warmup_rounds + rounds):
+                kept = rnd >= warmup_rounds
+                seconds = duration if kept else warmup_duration(duration)
+                for s in all_servers:            # interleaved: A B C, A B C, ...
+                    if s.missing:
+                        continue
+                    log(f"http {param} round {rnd}{'' if kept else ' (warm-up)'}: {s.name}")
+                    rec: dict = {"server": s.name, "param": param, "connections": conns,
+                                 "close": close, "round": rnd, "warmup": not kept,
+                                 "seconds": seconds, "server_env": s.env,
+                                 "server_cmd": pin_cmd(place.server_cpus) + s.cmd}
+                    try:
+                        _one_run(s, tmp, body, rec, conns, close, seconds, live, place)
+                        rec["ok"] = True
+                        log(f"  {rec['rps']:,.0f} requests/s, p50 {rec['p50_ms']:.2f} ms, "
+                            f"p99 {rec['p99_ms']:.2f} ms, {rec['check']['requests']} x "
+                            f"{rec['check']['response_bytes']} bytes checked, server CPU "
+                            f"{rec['server_cpu_share'] * 100:.0f}%, client CPU "
+                            f"{(rec['client_cpu_busy_share'] or 0) * 100:.0f}%")
+                    except (RuntimeError, ValueError, OSError, subprocess.TimeoutExpired) as e:
+                        rec["ok"] = False
+                        rec["error"] = str(e) if isinstance(e, RuntimeError) \
+                            else f"{type(e).__name__}: {e}"
+                        failures.append(f"{s.name} {param} round {rnd}: {rec['error']}")
+                        log(f"FAIL http {s.name} {param} round {rnd}: {rec['error']}")
+                    runs.append(rec)
     finally:
-        for srv in live:                      # interrupted (Ctrl-C): no server left behind
+        for srv in list(live):                # interrupted (Ctrl-C): no server left behind
             srv.stop()
 
     rows = []
-    for s in all_servers:
-        kept = [r for r in runs if r["server"] == s.name and not r["warmup"] and r.get("ok")]
-        failed = [f"round {r['round']}: {r['error']}" for r in runs
-                  if r["server"] == s.name and not r.get("ok")]
-        busy = [r["server_cpu_share"] for r in kept if r.get("server_cpu_share") is not None]
-        chk = checks.get(s.name)
-        extra = {"describe": s.describe, "server_cpu_share": median(busy),
-                 "keep_alive": chk["keep_alive"] if chk else None}
-        rows.append(Row("http", s.name, f"c={connections}", "requests/s", "higher", "http",
-                        [r["rps"] for r in kept], failed, s.missing, extra))
-        rows.append(Row("http-p99", s.name, f"c={connections}", "ms", "lower", "http",
-                        [r["p99_ms"] for r in kept], list(failed), s.missing,
-                        {"p50_ms": median([r["p50_ms"] for r in kept])}))
-    meta = {"duration_s": duration, "connections": connections, "file_bytes": FILE_SIZE,
-            "server_cpu": SERVER_CPU, "client_cpu": CLIENT_CPU,
-            "socket_error_tolerance": SOCKET_ERROR_TOLERANCE,
-            "command": f"taskset -c {CLIENT_CPU} wrk -t1 -c{connections} -d{duration}s --latency; "
-                       f"servers under taskset -c {SERVER_CPU}"}
+    for param, conns, close in shapes:
+        for s in all_servers:
+            mine = [r for r in runs if r["server"] == s.name and r["param"] == param]
+            kept = [r for r in mine if not r["warmup"] and r.get("ok")]
+            failed = [f"round {r['round']}: {r['error']}" for r in mine if not r.get("ok")]
+            missing = s.missing or shape_missing.get(param, "")
+            details = [{"p50_ms": r["p50_ms"], "p90_ms": r["p90_ms"], "p99_ms": r["p99_ms"],
+                        "max_ms": r["max_ms"], "server_cpu_share": r["server_cpu_share"],
+                        "client_cpu_busy_share": r["client_cpu_busy_share"],
+                        "server_cpu_steal_share": r["server_cpu_steal_share"],
+                        **r["check"]} for r in kept]
+            probe_seen = next((r["probe"] for r in mine if r.get("probe")), None)
+            extra = {"describe": s.describe, "connections": conns, "keep_alive": not close,
+                     "server_cpu_share": median([d["server_cpu_share"] for d in details
+                                                 if d["server_cpu_share"] is not None]),
+                     "client_cpu_busy_share": median([d["client_cpu_busy_share"]
+                                                      for d in details
+                                                      if d["client_cpu_busy_share"] is not None]),
+                     "p50_ms": median([d["p50_ms"] for d in details]),
+                     "p99_ms": median([d["p99_ms"] for d in details]),
+                     "response_bytes": probe_seen["response_bytes"] if probe_seen else None,
+                     "response_headers": probe_seen["headers"] if probe_seen else None,
+                     "requests_checked": sum(d["requests"] for d in details),
+                     "checks_ok": bool(details) and all(d["bytes_ok"] and d["non_200"] == 0
+                                                        for d in details),
+                     "details": details}
+            rows.append(Row("http", s.name, param, "requests/s", "higher", param,
+                            [r["rps"] for r in kept], failed, missing, extra))
+            rows.append(Row("http-p99", s.name, param, "ms", "lower", param,
+                            [r["p99_ms"] for r in kept], list(failed), missing,
+                            {"p50_ms": extra["p50_ms"]}))
+    meta = {"duration_s": duration, "warmup_duration_s": warmup_duration(duration),
+            "shapes": [{"param": p, "connections": c, "close": cl} for p, c, cl in shapes],
+            "file_bytes": FILE_SIZE, "server_cpus": list(place.server_cpus),
+            "client_cpus": list(place.client_cpus), "k": place.k,
+            "socket_error_tolerance": SOCKET_ERROR_TOLERANCE, "nofile": nofile_wanted(),
+            "servers": {s.name: {"describe": s.describe, "cmd": s.cmd, "env": s.env,
+                                 "missing": s.missing or None} for s in all_servers},
+            "wrk_timeout_s": WRK_TIMEOUT_S, "title": TITLE,
+            "how": f"GET /index.html, a {FILE_SIZE}-byte file, from one `wrk -t1` under three "
+                   f"load shapes: 100 and 1 000 keep-alive connections, and 100 connections "
+                   f"with `Connection: close` (a new connection per request); {duration} s "
+                   f"per kept run, every server started afresh per run. Every response is "
+                   f"checked (a wrk Lua script): status 200, the {FILE_SIZE}-byte body, the "
+                   f"exact bytes (requests x the server's response size, measured from one "
+                   f"real response), `Connection: close` on every response without keep-alive "
+                   f"and on none with it; any failure or socket errors above "
+                   f"{SOCKET_ERROR_TOLERANCE:.2%} of the requests fail the run. p50/p99: wrk's "
+                   f"latency from request sent to response read (without keep-alive the "
+                   f"connect is not in it).",
+            "pinning": f"every server pinned to CPU {SERVER_CPU} (`taskset -c {SERVER_CPU}`; one "
+                       f"vcore, one worker process, GOMAXPROCS=1, a current-thread runtime), wrk "
+                       f"to CPU {CLIENT_CPU}; loopback",
+            "command": f"taskset -c {CLIENT_CPU} wrk -t1 -c<conns> -d{duration}s --latency "
+                       f"--timeout {WRK_TIMEOUT_S}s -s check.lua [-H 'Connection: close'] URL "
+                       f"-- {FILE_SIZE}; servers under taskset -c {SERVER_CPU}"}
     return {"rows": rows, "runs": runs, "meta": meta, "failures": failures}

@@ -22,7 +22,8 @@ for each (N, threads) the implementations are interleaved the same way; the
 warm-up run also sizes the round count M so that a run lasts about
 RING_TARGET_S; an implementation that hits a resource limit (or times out)
 at some size is recorded as stopping there and not run at larger sizes.
-HTTP: see bench/http_bench.py.
+HTTP: see bench/http_bench.py. Memory per idle thread: run_idlemem(), the
+ring's "stops at T" rule over the section's jobs.
 
 The exit status is 1 when a run failed (a wrong result, a crash, a hang);
 missing peers and resource limits are reported, not failures.
@@ -103,9 +104,12 @@ def run_section(sec: S.Section, bins: builder.Binaries, rounds: int, warmup: int
                 hung.add(job.name)
             seen = set()
             for res in run["results"]:
-                if res.get("bench") != sec.name:
+                if res.get("bench") != (job.bench or sec.name):
                     continue
-                r = row(res.get("impl", "?"), res.get("param", "?"))   # unexpected rows shown too
+                key = (res.get("impl", "?"), res.get("param", "?") + job.param_suffix)
+                if job.param_suffix and key not in job.rows:
+                    continue                         # a row this job does not stand for
+                r = row(*key)                        # unexpected rows shown too
                 seen.add((r.impl, r.param))
                 if r.unit and r.unit != res.get("unit"):
                     r.problems.append(f"round {rnd}: unit changed from {r.unit} to {res.get('unit')}")
@@ -145,17 +149,23 @@ def ring_rate(run: dict) -> float | None:
 
 
 def run_ring(impls: list[S.RingImpl], sizes: list[int], bins: builder.Binaries, rounds: int,
-             warmup: int, target_s: float) -> tuple[list[Row], list[dict]]:
+             warmup: int, target_s: float, section: str = "ring",
+             ns: tuple[int, ...] = S.RING_NS, tag: str = "") -> tuple[list[Row], list[dict]]:
+    """The ring's runs for every N and size (the scaling section's too: its
+    rows get section "scaling", param and group "ring-nN,k=K" from tag
+    "k=K")."""
     rows: list[Row] = []
     runs: list[dict] = []
-    for n in S.RING_NS:
+    for n in ns:
         stopped: dict[str, str] = {}                  # impl -> why it stopped at a smaller size
         for threads in sizes:
             param = f"n={n},threads={threads}"
             cur: dict[str, Row] = {}
             alive: list[S.RingImpl] = []
             for im in impls:
-                r = Row("ring", im.label, param, "msg/s", "higher", f"n={n},threads={threads},{im.cls}",
+                label = f"ring-n{n},{tag}" if tag else param
+                group = label if tag else f"{param},{im.cls}"
+                r = Row(section, im.label, label, "msg/s", "higher", group,
                         extra={"class": im.cls, "rss_mib": [], "rounds": None})
                 cur[im.label] = r
                 rows.append(r)
@@ -175,9 +185,10 @@ def run_ring(impls: list[S.RingImpl], sizes: list[int], bins: builder.Binaries, 
                     m = m_for.get(im.label) or max(1, math.ceil(RING_SIZING_MSGS / threads))
                     cmd = [str(path)] + im.args + ["--n", str(n), "--threads", str(threads),
                                                    "--rounds", str(m)]
-                    log(f"ring {param} round {rnd}{'' if kept else ' (warm-up)'}: {im.label} M={m}")
+                    log(f"{section} {param}{',' + tag if tag else ''} round {rnd}"
+                        f"{'' if kept else ' (warm-up)'}: {im.label} M={m}")
                     run = run_program(cmd, clean_env(im.env), im.cpus, RING_TIMEOUT_S)
-                    run.update(section="ring", job=im.label, round=rnd, warmup=not kept,
+                    run.update(section=section, job=im.label, round=rnd, warmup=not kept,
                                env=dict(im.env), n=n, threads=threads, rounds=m)
                     runs.append(run)
                     rate = ring_rate(run)
@@ -209,13 +220,88 @@ def run_ring(impls: list[S.RingImpl], sizes: list[int], bins: builder.Binaries, 
 
 # ---------------------------------------------------------------------------
 
+def run_idlemem(sec: S.Section, bins: builder.Binaries, rounds: int, warmup: int,
+                target_ms: int) -> tuple[list[Row], list[dict]]:
+    """Memory per idle thread (sections.idlemem_section): the thread counts in
+    order, the implementations interleaved per count (warm-up + kept rounds;
+    from sec.meta["big_threads"] on, no warm-up and at most "big_rounds"
+    kept); as in the ring, an implementation (job.label) that hits a limit
+    (exit 75), hangs or is killed at some count stops there. A sample's
+    details are its RESULT line's extra tokens plus the driver's max RSS."""
+    del target_ms                                     # the programs do not size themselves
+    rows: dict[tuple[str, str], Row] = {}
+    for job in sec.jobs:
+        for impl, param in job.rows:
+            rows[(impl, param)] = Row(sec.name, impl, param, "B/thread", sec.better,
+                                      group=sec.group(impl, param))
+    levels: list[str] = []
+    for job in sec.jobs:
+        if job.rows[0][1] not in levels:
+            levels.append(job.rows[0][1])
+    stopped: dict[str, str] = {}                      # label -> why it stopped at a smaller count
+    runs: list[dict] = []
+    notes = NOTES.setdefault(sec.name, {})
+    for level in levels:
+        jobs = [j for j in sec.jobs if j.rows[0][1] == level]
+        threads = int(level.split("=")[1])
+        big = threads >= sec.meta.get("big_threads", 1 << 62)
+        lvl_warmup, lvl_rounds = (0, min(rounds, sec.meta["big_rounds"])) if big else (warmup, rounds)
+        alive = []
+        for job in jobs:
+            path, why = bins.lookup(job.kind, job.program)
+            r = rows[job.rows[0]]
+            if path is None:
+                r.missing = why
+            elif job.label in stopped:
+                r.missing = stopped[job.label]
+            else:
+                alive.append(job)
+        for rnd in range(lvl_warmup + lvl_rounds):
+            kept = rnd >= lvl_warmup
+            for job in list(alive):
+                r = rows[job.rows[0]]
+                path, _ = bins.lookup(job.kind, job.program)
+                timeout_s = job.timeout_s or RUN_TIMEOUT_S
+                log(f"{sec.name} {level} round {rnd}{'' if kept else ' (warm-up)'}: {job.label}")
+                run = run_program([str(path)] + job.args, clean_env(job.env), job.cpus, timeout_s)
+                run.update(section=sec.name, job=job.name, round=rnd, warmup=not kept,
+                           env=dict(job.env), threads=threads)
+                runs.append(run)
+                for impl, text in run["notes"]:
+                    if text not in notes.setdefault(impl, []):
+                        notes[impl].append(text)
+                rc = run["rc"]
+                if rc in (LIMIT_EXIT, "timeout", SKIP_EXIT) or \
+                        (isinstance(rc, int) and rc < 0 and not r.samples):
+                    why = describe_failure(run, timeout_s)
+                    r.missing = f"stops at {threads} threads: {why}"
+                    stopped[job.label] = f"stopped at {threads} threads ({why})"
+                    alive.remove(job)
+                    continue
+                res = next((x for x in run["results"] if x.get("bench") == sec.name
+                            and (x.get("impl"), x.get("param")) == job.rows[0]), None)
+                if rc != 0 or res is None:
+                    r.problems.append(f"round {rnd}: " + (describe_failure(run, timeout_s)
+                                                          if rc != 0 else "no RESULT line"))
+                    continue
+                if kept:
+                    r.samples.append(res["value"])
+                    details = {k: v for k, v in res.items() if k not in RESULT_KEYS}
+                    details["max_rss_kib"] = run["max_rss_kib"]
+                    r.extra.setdefault("details", []).append(details)
+                log(f"  {res['value']:,.0f} B/thread, {res.get('create_ns', '?')} ns/thread "
+                    f"to create, max RSS {(run['max_rss_kib'] or 0) / 1024:.0f} MiB")
+    return list(rows.values()), runs
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--full", action="store_true",
-                    help="the full set: 5 kept rounds, rings up to 1 000 000 threads, 10 s HTTP runs")
+                    help="the full set: 5 kept rounds, rings up to 1 000 000 threads, 10 s HTTP runs "
+                         "(quick: 2 s)")
     ap.add_argument("--only", default="",
                     help="comma-separated sections: baseline,yield,spawn,pingpong,mutex,"
-                         "netpingpong,fairness,wakelat,yieldpass,ring,http")
+                         "netpingpong,fairness,wakelat,yieldpass,idlemem,ring,scaling,http")
     ap.add_argument("--rounds", type=int, help="kept rounds per program (quick 3, full 5)")
     ap.add_argument("--warmup-rounds", type=int, default=1, help="discarded rounds (default 1)")
     ap.add_argument("--build-dir", default=str(ROOT / "build"))
@@ -228,11 +314,13 @@ def main() -> int:
     rounds = args.rounds or (5 if full else 3)
     target_ms = 400 if full else 250
     ring_target_s = 0.5 if full else 0.25
-    http_duration = 10 if full else 5
+    http_duration = 10 if full else 2     # per kept run; 3 load shapes x 5 servers
     ncpu = len(os.sched_getaffinity(0))
 
     micro = S.micro_sections(ncpu) + S.preempt_sections(ncpu, full) + [S.yieldpass_section(full)]
-    names = [s.name for s in micro] + ["ring", "http"]
+    micro.append(S.idlemem_section(full))          # run by run_idlemem()
+    scaling = S.scaling_section(ncpu)
+    names = [s.name for s in micro] + ["ring", "scaling", "http"]
     wanted = set(args.only.split(",")) if args.only else set(names)
     unknown = wanted - set(names)
     if unknown:
@@ -242,6 +330,12 @@ def main() -> int:
     programs = {(j.kind, j.program) for s in micro for j in s.jobs}
     if "ring" in wanted:
         programs |= {(im.kind, im.program) for im in impls}
+    if "http" in wanted:
+        programs |= set(http_bench.PROGRAMS)
+    if "scaling" in wanted:
+        programs |= {(j.kind, j.program) for j in scaling.jobs}
+        programs |= {(im.kind, im.program) for im in S.scaling_ring_impls(1)}
+        programs |= set(http_bench.PROGRAMS)
 
     build_dir = Path(args.build_dir).resolve()
     bins = builder.build(build_dir, args.no_build, programs)
@@ -254,7 +348,8 @@ def main() -> int:
     for sec in micro:
         sec_rounds = args.rounds or max(rounds, sec.min_rounds)   # --rounds wins
         t0 = time.monotonic()
-        r, x = run_section(sec, bins, sec_rounds, args.warmup_rounds, target_ms)
+        runner = run_idlemem if sec.name == "idlemem" else run_section
+        r, x = runner(sec, bins, sec_rounds, args.warmup_rounds, target_ms)
         rows += r
         runs += x
         meta[sec.name] = {"title": sec.title, "unit_note": sec.unit_note, "how": sec.how,
@@ -271,8 +366,38 @@ def main() -> int:
                         "impls": [{"label": im.label, "class": im.cls, "idiom": im.idiom,
                                    "cpus": sorted(im.cpus) if im.cpus else None,
                                    "env": im.env, "args": im.args} for im in impls]}
+    if "scaling" in wanted:
+        t0 = time.monotonic()
+        r, x = run_section(scaling, bins, rounds, args.warmup_rounds, target_ms)
+        rows += r
+        runs += x
+        for k in S.scaling_ks(ncpu):
+            r, x = run_ring(S.scaling_ring_impls(k), [S.SCALING_RING_THREADS], bins, rounds,
+                            args.warmup_rounds, ring_target_s, section="scaling",
+                            ns=S.SCALING_RING_NS, tag=f"k={k}")
+            rows += r
+            runs += x
+        http_ks = [k for k in S.scaling_ks(ncpu) if k <= ncpu // 2]
+        half = tuple(range(ncpu // 2, ncpu))
+        for k in http_ks:           # server on CPUs 0..K-1, wrk on the upper half
+            res = http_bench.run_http(build_dir, http_duration, rounds, args.warmup_rounds,
+                                      [(f"conns={100 * k}", 100 * k, False)], log, bins,
+                                      http_bench.Place(k, tuple(range(k)), half))
+            for row in res["rows"]:
+                if row.section == "http":
+                    row.section, row.param = "scaling", f"http,k={k}"
+                    row.group = row.param
+                    rows.append(row)
+            runs += [{**x, "section": "scaling"} for x in res["runs"]]
+        meta["scaling"] = {"title": scaling.title, "unit_note": scaling.unit_note,
+                           "how": scaling.how, "pinning": scaling.pinning,
+                           "notes": NOTES.get("scaling", {}), "rounds": rounds,
+                           "seconds": round(time.monotonic() - t0, 1), "http_ks": http_ks,
+                           **scaling.meta}
+        log(f"scaling: {meta['scaling']['seconds']:.0f} s")
     if "http" in wanted:
-        res = http_bench.run_http(build_dir, http_duration, rounds, args.warmup_rounds, 100, log)
+        res = http_bench.run_http(build_dir, http_duration, rounds, args.warmup_rounds, None,
+                                  log, bins)
         rows += res["rows"]
         runs += res["runs"]
         meta["http"] = res["meta"]

@@ -12,11 +12,11 @@ gives weft's ratio to the best peer of each group that has a weft row. Rows of
 a section's `floors` are shown but never count as "the best peer" (Boost.Context
 switches stacks without any scheduler: it is the floor, not a competitor).
 
-preempt_sections() are issue 5's: fixed-work fairness and wake-up latency
+preempt_sections(): fixed-work fairness and wake-up latency
 under load, sized by the set (quick or full) since their programs take the
 amount of work on the command line instead of sizing themselves.
 
-yieldpass_section() is issue 6's: the yield pass on the seed's two programs
+yieldpass_section(): the yield pass on the seed's two programs
 and a sort (bench/README.md, "The yield pass"); a section with min_rounds
 runs at least that many kept rounds whatever the set, and a job with
 last_round_only runs in the last kept round only (the intervals between
@@ -42,6 +42,9 @@ class Job:
     label: str = ""                   # ring: the impl name the rows get, whatever the program prints
     timeout_s: float | None = None    # a run's time limit, if not run.py's RUN_TIMEOUT_S
     last_round_only: bool = False     # run in the last kept round only (no warm-up, no repeats)
+    param_suffix: str = ""            # appended to the params it prints (the scaling section's
+                                      # ",k=K"); then only the rows in `rows` are kept
+    bench: str = ""                   # the bench= its program prints, if not the section's name
 
 
 @dataclass
@@ -63,7 +66,14 @@ TWO = "0,1"
 
 
 def _pingpong_group(impl: str, param: str) -> str:
-    return "one CPU" if param == "cpus=0" else "two CPUs"
+    """Rows that wait the same way (bench/README.md, "Ping-pong")."""
+    if param in ("cpus=0", "vcores=1"):
+        return "one CPU"
+    if impl == "go" or impl == "weft-park-free":
+        return "two CPUs, free placement"
+    if impl in ("kernel-futex", "kernel-pipe"):
+        return "two CPUs, one thread each, waiters sleep"
+    return "two CPUs, one thread each, waiters spin"
 
 
 def _netpingpong_group(impl: str, param: str) -> str:
@@ -96,13 +106,15 @@ def micro_sections(ncpu: int) -> list[Section]:
             "ns per yield (lower is better)", "lower",
             "k threads on one core each yield in a loop; run time ÷ total yields. Each program "
             "checks that (nearly) every yield handed the core to another thread.",
-            "weft: one vcore (weft_config.vcores = 1; a vcore is pinned to its CPU). "
+            "weft: one vcore (weft_config.vcores = 1) and the process pinned to CPU 0 (as "
+            "`taskset -c 0`). "
             "Boost.Fiber, Boost.Context and the C++20 coroutines: the one thread pinned to CPU 0. "
             "Go: GOMAXPROCS=1 and the process pinned to CPU 0 (as `taskset -c 0`). "
             "sched_yield: every pthread pinned to CPU 0.",
             [
                 Job("weft_yield", "weft", "weft_yield",
-                    [("weft", "threads=2"), ("weft", "threads=100"), ("weft", "threads=10000")]),
+                    [("weft", "threads=2"), ("weft", "threads=100"), ("weft", "threads=10000")],
+                    cpus={0}),
                 Job("boost_fiber_yield", "peer", "boost_fiber_yield",
                     [("boost.fiber", "threads=2"), ("boost.fiber", "threads=100"),
                      ("boost.fiber", "threads=10000")]),
@@ -144,17 +156,30 @@ def micro_sections(ncpu: int) -> list[Section]:
             ],
             group=lambda impl, param: param.replace(",from=main", "")),
         Section(
-            "pingpong", "Ping-pong: round trip between two threads on two cores",
+            "pingpong", "Ping-pong: round trip between two threads",
             "ns per round trip (lower is better); a round trip is two hand-offs", "lower",
-            "Two threads hand a token back and forth; run time ÷ round trips.",
-            "weft: A WEFT_PINNED to vcore 0, B to vcore 1. kernel: A pinned to CPU 0, B to CPU 1 "
-            "(cpus=0,1) or also to CPU 0 (cpus=0). The futex variant makes a FUTEX_WAKE and a "
-            "FUTEX_WAIT on every hand-off; kernel-futex-spin spins up to 4000 pauses before it "
-            "waits (weft's idle vcores also spin before they park). Go: GOMAXPROCS=2, two "
-            "goroutines on two unbuffered channels, unpinned.",
+            "Two threads hand a token back and forth; run time ÷ round trips. Which waiters "
+            "spin and which sleep decides this benchmark, so rows are compared only with rows "
+            "that wait the same way: on two CPUs with one thread per CPU, weft's idle vcore "
+            "spins (up to 50 µs, then parks; a hand-off always comes sooner here) and so does "
+            "kernel-futex-spin (up to 4000 pauses, then FUTEX_WAIT); kernel-futex and "
+            "kernel-pipe sleep in the kernel at every hand-off (shown for reference, no weft "
+            "row waits that way). With two CPUs and free placement a runtime may keep the "
+            "pair on one CPU: Go does (the woken goroutine goes to its P's runnext slot) and "
+            "so does weft (the waker's next slot), so both are compared with the one-CPU rows' "
+            "cost, not with a cross-CPU hand-off.",
+            "weft-park and weft-condvar: A WEFT_PINNED to vcore 0, B to vcore 1 (every "
+            "hand-off crosses CPUs). weft-park-free: both spawned with default attributes, "
+            "WEFT_VCORES=1 under taskset -c 0 (vcores=1) or all vcores (vcores=2). kernel: A "
+            "pinned to CPU 0, B to CPU 1 (cpus=0,1) or both to CPU 0 (cpus=0). Go: "
+            "GOMAXPROCS=2, two goroutines on two unbuffered channels, unpinned (they stay on "
+            "one P).",
             [
                 Job("weft_pingpong", "weft", "weft_pingpong",
-                    [("weft-park", "cpus=0,1"), ("weft-condvar", "cpus=0,1")]),
+                    [("weft-park", "cpus=0,1"), ("weft-condvar", "cpus=0,1"),
+                     ("weft-park-free", f"vcores={ncpu}")]),
+                Job("weft_pingpong_1", "weft", "weft_pingpong",
+                    [("weft-park-free", "vcores=1")], env={"WEFT_VCORES": "1"}, cpus={0}),
                 Job("kernel_pingpong", "peer", "kernel_pingpong",
                     [("kernel-futex", "cpus=0,1"), ("kernel-pipe", "cpus=0,1"),
                      ("kernel-futex-spin", "cpus=0,1"),
@@ -207,7 +232,7 @@ def micro_sections(ncpu: int) -> list[Section]:
 
 
 # ---------------------------------------------------------------------------
-# Issue 5: preemption (bench/README.md, "Fairness" and "Wake-up latency")
+# Preemption (bench/README.md, "Fairness" and "Wake-up latency")
 # ---------------------------------------------------------------------------
 
 FAIR_THREADS = 1024
@@ -264,7 +289,7 @@ def preempt_sections(ncpu: int, full: bool) -> list[Section]:
             "fairness", f"Fairness: {FAIR_THREADS} threads, the same fixed work each",
             "seconds from opening the start gate until the last thread finished (lower is "
             "better)", "lower",
-            f"After the parlib thesis's fixed-work experiment: {FAIR_THREADS} threads each run "
+            f"After the fixed-work experiment of Klues's parlib thesis (Berkeley, 2015): {FAIR_THREADS} threads each run "
             f"{FAIR_WORK[size]:,} steps of a mixing loop that calls nothing (the programs print "
             "how long one thread's work takes alone) from the same seed; every thread's result "
             "is checked. All threads are created and wait at a gate; the clock starts "
@@ -308,7 +333,7 @@ def preempt_sections(ncpu: int, full: bool) -> list[Section]:
 
 
 # ---------------------------------------------------------------------------
-# Issue 6: the yield pass (bench/README.md, "The yield pass")
+# The yield pass (bench/README.md, "The yield pass")
 # ---------------------------------------------------------------------------
 
 # Total iterations of a run (split between the threads): ~0.3 s at -O2
@@ -439,11 +464,12 @@ def yieldpass_section(full: bool) -> Section:
         "yieldpass", "The yield pass: counting, pointer chasing and a sort on one core",
         "ns per iteration = the run's total time (start gate to the last thread's finish) ÷ "
         "the iterations of all threads (lower is better)", "lower",
-        "The EPFL seed's two programs, rebuilt (bench/common/yieldwork.h): count, each thread "
+        "The two programs of Weber's EPFL report on an LLVM pass that inserts yields "
+        "(\"Introducing scheduling decisions in cooperative multitasking\"), rebuilt (bench/common/yieldwork.h): count, each thread "
         "increments its own counter (a 64-byte struct of its own, through a volatile pointer: "
         "one load, add and store an iteration); chase, each thread walks one shared, randomly "
         "linked doubly linked list of 4096 32-byte nodes (128 KiB, in L2) from its own start "
-        "node, next for a lap, prev for the next. And a small real program, as issue 6 asks: "
+        "node, next for a lap, prev for the next. And a small real program: "
         "sort, each thread fills an array of its own with 4096 random 32-bit keys and sorts "
         "it with a hand-written quicksort (median-of-three pivot, insertion sort at 16 keys "
         "or fewer, recursion on the smaller part: the pass instruments its entry as well as "
@@ -479,6 +505,69 @@ def yieldpass_section(full: bool) -> Section:
 
 
 # ---------------------------------------------------------------------------
+# Memory per idle thread (bench/README.md, "Memory per idle thread")
+# ---------------------------------------------------------------------------
+
+# Thread counts. A run at 10^6 takes ~2 s (tokio) to ~30 s (weft, Boost.Fiber)
+# on the 2-CPU VM, so the quick set stops at 10^5; from IDLEMEM_BIG threads on
+# there is no warm-up run and at most IDLEMEM_BIG_ROUNDS kept ones (the
+# resident set per thread varies by well under 1 % from run to run).
+IDLEMEM_COUNTS = {"quick": (10_000, 100_000), "full": (10_000, 100_000, 1_000_000)}
+IDLEMEM_BIG = 1_000_000
+IDLEMEM_BIG_ROUNDS = 2
+IDLEMEM_TIMEOUT_S = {10_000: 60, 100_000: 90, 1_000_000: 240}
+
+
+def idlemem_section(full: bool) -> Section:
+    """T threads each blocked, resident-set growth per thread. run.py runs it
+    with run_idlemem(): the counts in order, the implementations interleaved
+    per count, and an implementation that hits a limit (exit 75), hangs or is
+    killed at some count is recorded as stopping there and not run at larger
+    counts (job.label names the implementation)."""
+    counts = IDLEMEM_COUNTS["full" if full else "quick"]
+    impls = [   # label, kind, program, args, env, cpus
+        ("weft", "weft", "weft_idlemem", [], {"WEFT_VCORES": "1"}, {0}),
+        ("go", "go", "gobench", ["idlemem"], {"GOMAXPROCS": "1"}, {0}),
+        ("tokio-current-thread", "rust", "idlemem", [], {}, {0}),
+        ("boost.fiber", "peer", "cpp_idlemem", ["fiber"], {}, {0}),
+        ("boost.fiber-pooled", "peer", "cpp_idlemem", ["fiber-pooled"], {}, {0}),
+        ("c++20-coro", "peer", "cpp_idlemem", ["coro"], {}, {0}),
+        ("pthread", "peer", "kernel_idlemem", [], {}, None),
+    ]
+    jobs = [Job(f"idlemem_{label.replace('.', '_').replace('-', '_')}_{t}", kind, program,
+                [(label, f"threads={t}")], args=args + ["--threads", str(t)], env=env, cpus=cpus,
+                label=label, timeout_s=IDLEMEM_TIMEOUT_S.get(t, 240))
+            for t in counts for label, kind, program, args, env, cpus in impls]
+    return Section(
+        "idlemem", "Memory per idle thread: T threads, each blocked",
+        "bytes of resident memory per thread = (resident set with all T blocked − resident "
+        "set before the first create) ÷ T (lower is better); creation = ns from the first "
+        "create to the last thread blocked ÷ T", "lower",
+        "Each program allocates and touches its bookkeeping (handles, a counter per thread), "
+        "reads its resident set (/proc/self/statm), creates T threads with the runtime's "
+        "defaults, each of which counts its arrival and blocks: weft, weft_park() (default "
+        "attributes: a 256 KiB stack mapped lazily, a guard page while vm.max_map_count "
+        "allows, a canary after); Go, a receive on one shared unbuffered channel (the default "
+        "2 KiB growable stack); tokio, an async task awaiting one shared Notify (no stack); "
+        "Boost.Fiber, a fiber waiting on a fiber condition variable, with the default "
+        "fixedsize_stack (128 KiB, malloc'd) and with pooled_fixedsize_stack; C++20, a "
+        "stackless coroutine awaiting an event (coro.hpp; a floor, not a peer); pthreads, a "
+        "thread with default attributes (8 MiB stack, only reserved) in sem_wait() on one "
+        "semaphore. The last thread to arrive records the time. With all T blocked the "
+        "program reads the resident set again, wakes every thread, joins them all and checks "
+        "that each ran to completion exactly once. Details: create_ns, rss_before/rss_after "
+        "(bytes), vsz_per_thread (virtual size growth), the driver's max RSS (wait4, KiB); "
+        "pthread: kstack_per_thread (/proc/meminfo KernelStack growth: the kernel's side, "
+        "not in the resident set); Go: stack_inuse_per_thread (runtime.MemStats).",
+        "weft: WEFT_VCORES=1 and the process pinned to CPU 0; a spawner uthread creates the T. Go "
+        "(GOMAXPROCS=1), tokio (current-thread), Boost.Fiber (one thread, round_robin) and "
+        "the C++20 coroutines: the process pinned to CPU 0. pthreads: unpinned.",
+        jobs, floors=("c++20-coro",),
+        meta={"counts": list(counts), "big_threads": IDLEMEM_BIG,
+              "big_rounds": IDLEMEM_BIG_ROUNDS})
+
+
+# ---------------------------------------------------------------------------
 # The ring benchmark (bench/README.md: the contract every implementation follows)
 # ---------------------------------------------------------------------------
 
@@ -501,22 +590,32 @@ class RingImpl:
 def ring_impls(ncpu: int) -> list[RingImpl]:
     return [
         RingImpl("weft-1vcore", ONE_CPU, "weft", "weft_ring", env={"WEFT_VCORES": "1"},
+                 cpus={0},
                  idiom="weft_park/weft_unpark on a one-slot mailbox per uthread (a full "
-                       "slot parks the sender); ring r starts on vcore r % vcores "
-                       "(WEFT_ON_VCORE)"),
+                       "slot parks the sender); uthreads spawned with default attributes"),
         RingImpl(f"weft-{ncpu}vcores", ALL_CPUS, "weft", "weft_ring",
-                 env={"WEFT_VCORES": str(ncpu)}, idiom="as weft-1vcore, all vcores"),
+                 env={"WEFT_VCORES": str(ncpu)},
+                 idiom="as weft-1vcore, all vcores: main spawns every uthread with default "
+                       "attributes, the vcores take shares of them, wake-ups gather each ring "
+                       "on its waker's vcore and stealing spreads the rest"),
+        RingImpl(f"weft-{ncpu}vcores-placed", ALL_CPUS, "weft", "weft_ring",
+                 args=["--placement", "placed"], env={"WEFT_VCORES": str(ncpu)},
+                 idiom="as weft-1vcore, all vcores, ring r spawned on vcore r % vcores "
+                       "(WEFT_ON_VCORE: a placement no peer can express; not in the summary)"),
         RingImpl("go-gomaxprocs1", ONE_CPU, "go", "gobench", args=["ring"],
                  env={"GOMAXPROCS": "1"}, cpus={0},
-                 idiom="goroutines joined by unbuffered channels"),
+                 idiom="goroutines joined by chan int of capacity 1 (a one-slot mailbox)"),
         RingImpl(f"go-gomaxprocs{ncpu}", ALL_CPUS, "go", "gobench", args=["ring"],
                  env={"GOMAXPROCS": str(ncpu)}, idiom="as go-gomaxprocs1"),
         RingImpl("boost.fiber-1thread", ONE_CPU, "peer", "boost_fiber_ring",
                  args=["--workers", "1"], cpus={0},
-                 idiom="fibers joined by Boost.Fiber channels, round_robin scheduler"),
+                 idiom="fibers joined by Boost.Fiber buffered_channel (capacity 2: one "
+                       "value), round_robin scheduler, pooled_fixedsize_stack (the "
+                       "program's default: Boost's best here)"),
         RingImpl(f"boost.fiber-ws{ncpu}", ALL_CPUS, "peer", "boost_fiber_ring",
                  args=["--workers", str(ncpu)],
-                 idiom=f"the same on {ncpu} threads with the work_stealing algorithm"),
+                 idiom=f"the same on {ncpu} threads with the work_stealing algorithm "
+                       "(better than shared_work here)"),
         RingImpl("c++20-coro", ONE_CPU, "peer", "coro_bench", args=["ring"], cpus={0},
                  idiom="stackless coroutines, one-slot mailbox, symmetric transfer "
                        "(bench/peers/cpp/coro.hpp)"),
@@ -539,3 +638,89 @@ def ring_sizes(full: bool) -> list[int]:
 
 
 RING_NS = (2, 8)
+
+
+# ---------------------------------------------------------------------------
+# Scaling: throughput against cores (bench/README.md, "Scaling")
+# ---------------------------------------------------------------------------
+
+SCALING_RING_THREADS = 10_000
+SCALING_RING_NS = (8, 2)
+
+
+def scaling_ks(ncpu: int) -> list[int]:
+    """K = 1, 2, 4, 8, ... and the machine's CPU count."""
+    ks = [1]
+    while ks[-1] * 2 < ncpu:
+        ks.append(ks[-1] * 2)
+    if ncpu > 1:
+        ks.append(ncpu)
+    return ks
+
+
+def scaling_ring_impls(k: int) -> list[RingImpl]:
+    """The ring at K CPUs: every implementation limited to CPUs 0..K-1, one
+    configuration for every K (so its curve is one runtime's speed-up)."""
+    cpus = set(range(k))
+    cls = f"{k} CPUs"
+    return [
+        RingImpl("weft", cls, "weft", "weft_ring", env={"WEFT_VCORES": str(k)}, cpus=cpus,
+                 idiom="default placement, WEFT_VCORES=K"),
+        RingImpl("go", cls, "go", "gobench", args=["ring"], env={"GOMAXPROCS": str(k)},
+                 cpus=cpus, idiom="GOMAXPROCS=K"),
+        RingImpl("tokio", cls, "rust", "ringbench",
+                 args=["--runtime", "multi", "--workers", str(k)], cpus=cpus,
+                 idiom="multi-thread runtime, K workers"),
+        RingImpl("boost.fiber", cls, "peer", "boost_fiber_ring", args=["--workers", str(k)],
+                 cpus=cpus, idiom="K threads"),
+        RingImpl("pthread", cls, "peer", "kernel_ring", cpus=cpus,
+                 idiom="a kernel thread per ring member, on K CPUs"),
+    ]
+
+
+def _scaling_group(impl: str, param: str) -> str:
+    k = param.rsplit(",k=", 1)[1]
+    return f"{'spawn-batch1000' if param.startswith('join=') else 'mutex'},k={k}"
+
+
+def scaling_section(ncpu: int) -> Section:
+    """Spawn+join in batches and the contended mutex at K CPUs (the ring's
+    runs are generated by run.py from scaling_ring_impls)."""
+    jobs: list[Job] = []
+    for k in scaling_ks(ncpu):
+        cpus, sfx = set(range(k)), f",k={k}"
+        jobs += [
+            Job(f"scaling_weft_spawn_{k}", "weft", "weft_spawn", [("weft", "join=batch1000" + sfx)],
+                env={"WEFT_VCORES": str(k)}, cpus=cpus, param_suffix=sfx, bench="spawn"),
+            Job(f"scaling_go_spawn_{k}", "go", "gobench", [("go", "join=batch1000" + sfx)],
+                args=["spawn"], env={"GOMAXPROCS": str(k)}, cpus=cpus, param_suffix=sfx,
+                bench="spawn"),
+            Job(f"scaling_weft_mutex_{k}", "weft", "weft_mutex",
+                [("weft", "threads=4,spin=default" + sfx)], env={"WEFT_VCORES": str(k)},
+                cpus=cpus, param_suffix=sfx, bench="mutex"),
+            Job(f"scaling_pthread_mutex_{k}", "peer", "kernel_mutex",
+                [("pthread", "threads=4,kind=normal" + sfx),
+                 ("pthread", "threads=4,kind=adaptive" + sfx)], cpus=cpus, param_suffix=sfx,
+                bench="mutex"),
+        ]
+    ks = ", ".join(map(str, scaling_ks(ncpu)))
+    return Section(
+        "scaling", "Scaling: throughput against cores",
+        "messages/s (ring), spawns/s and lock acquisitions/s, higher is better; the tables "
+        "also give the speed-up over one CPU", "lower",
+        f"Each benchmark at K = {ks} CPUs: the ring (N = 8 and N = 2, "
+        f"{SCALING_RING_THREADS:,} threads, default placement), spawn + join in batches of "
+        "1000, the contended mutex (4 threads whatever K: how a lock's hand-off behaves "
+        "as the threads spread over more cores), and HTTP (the HTTP section's file and "
+        "checks, 100 keep-alive connections per server CPU, wrk with one thread per CPU of "
+        "the machine's upper half, so only at K ≤ half the CPUs: weft `httpd -v K`, nginx "
+        "with K worker processes, Go with GOMAXPROCS=K, hyper on tokio's multi-thread "
+        "runtime with K workers, and the thread-per-connection build on K CPUs). One "
+        "configuration per runtime at every K (tokio's ring: the multi-thread runtime even at "
+        "K = 1), so a curve is that runtime's own speed-up.",
+        "Every implementation limited to CPUs 0..K-1 (`taskset -c 0-(K-1)`, set by the "
+        "driver), WEFT_VCORES=K, GOMAXPROCS=K, tokio's multi-thread runtime with K workers, "
+        "Boost.Fiber on K threads, kernel threads on K CPUs.",
+        jobs, group=_scaling_group, meta={"ks": scaling_ks(ncpu),
+                                          "ring_threads": SCALING_RING_THREADS,
+                                          "ring_ns": list(SCALING_RING_NS)})

@@ -40,18 +40,24 @@
  * the vcores counted (weft_stats shared_rmw) and the share of decisions
  * that were direct hand-offs.
  *
- * Timing: main (a plain kernel thread, not a uthread) spawns every uthread
- * first; the non-originators park on their empty slots, and the originator of
- * round 0 of each ring (index 0) waits for a gate token in its own mailbox.
- * Then main starts the clock and opens the gate by sending the token to ring
- * 0's originator; each originator passes it on to the originators of rings
- * 2r+1 and 2r+2 before its first send (a binary fan-out, so opening the gate
- * is spread over the vcores instead of R wake-ups from main). The uthread
- * that receives the last message of its ring counts the ring done on a
- * weft_wg_t; main waits on it (a futex) and stops the clock when the count is
- * zero: every uthread has then sent its M messages. Untimed afterwards: main
- * joins every uthread (each returns its send count) and checks the sends
- * (T*M) and that no originator ever saw a value other than N.
+ * Timing (the one boundary of bench/README.md's ring contract, the same in
+ * every implementation): main (a plain kernel thread, not a uthread) spawns
+ * every uthread; each counts itself in on a weft_wg_t (`ready`) and blocks in
+ * its first wait: the originator of round 0 of each ring (index 0) on a gate
+ * token in its own mailbox, every other uthread on its empty mailbox. Main
+ * waits until all T are in, then starts the clock and opens the gate by
+ * sending the token to ring 0's originator; each originator passes it on to
+ * the originators of rings 2r+1 and 2r+2 before its first send (a binary
+ * fan-out, so opening the gate is spread over the vcores instead of R
+ * wake-ups from main). The uthread that receives the last message of its
+ * ring counts the ring done; the one that counts the last ring takes the end
+ * time itself and wakes main (a weft_wg_t): every uthread has then sent its M
+ * messages. Every uthread then waits for a release token in its own mailbox
+ * instead of returning, so no uthread exits inside the timed span. Untimed
+ * afterwards: main sends every uthread its release token, joins them all
+ * (each returns its send count) and checks the sends (T*M) and that no
+ * originator ever saw a value other than N. No warm-up: each uthread has run
+ * once, up to its first wait, before the clock starts.
  *
  * Exit: 0 measured, 1 FAIL, 2 bad command line, 75 a spawn failed (LIMIT).
  */
@@ -69,6 +75,7 @@
  * WAITING when the sender found it full and parks until it is emptied. */
 #define WAITING    0x80000000u
 #define GATE_TOKEN 0x7fffffffu   /* the gate's message: values on the ring are 1..N */
+#define RELEASE_TOKEN 0x7ffffffeu /* after the run: leave (see "Timing") */
 
 /* One uthread's mailbox. Rings are laid out one after another, each padded
  * to whole cache lines, so neighbouring rings (on different vcores) share no
@@ -98,7 +105,10 @@ static struct {
     size_t box_size;          /* sizeof the box kind */
     size_t ring_stride;       /* bytes per ring, a multiple of 64 */
     char *boxes;
-    weft_wg_t rings_left;     /* rings not yet finished */
+    weft_wg_t ready;          /* uthreads not yet at their first wait */
+    atomic_size_t rings_left; /* rings not yet finished */
+    _Atomic uint64_t end_ns;  /* taken by the uthread that finished the last ring */
+    weft_wg_t finished;       /* 1 until then */
     atomic_uint_fast64_t bad; /* originator receipts != N */
 } g;
 
@@ -199,6 +209,7 @@ ALWAYS_INLINE void *ring_member(void *arg, enum sync_kind k)
     uint64_t m = g.rounds, sends = 0, bad = 0;
     void *me = box_at(r, i), *right = box_at(r, (i + 1) % n), *left = box_at(r, (i + n - 1) % n);
 
+    weft_wg_done(&g.ready);
     if (i == 0) { /* originator of round 0: wait at the gate, pass it on */
         if (box_recv(k, me, left) != GATE_TOKEN)
             bad++;
@@ -220,10 +231,15 @@ ALWAYS_INLINE void *ring_member(void *arg, enum sync_kind k)
         if (++orig == n)
             orig = 0;
     }
+    if (i == (m - 1) % n && /* it received the ring's last message */
+        atomic_fetch_sub(&g.rings_left, 1) == 1) {
+        atomic_store(&g.end_ns, bench_now_ns());
+        weft_wg_done(&g.finished);
+    }
+    if (box_recv(k, me, left) != RELEASE_TOKEN) /* untimed: wait to be let go */
+        bad++;
     if (bad)
         atomic_fetch_add(&g.bad, bad);
-    if (i == (m - 1) % n) /* it received the ring's last message */
-        weft_wg_done(&g.rings_left);
     return (void *)(uintptr_t)sends;
 }
 
@@ -296,7 +312,9 @@ int main(int argc, char **argv)
     if (rc)
         bench_fail("weft_init: %s", strerror(rc));
     int nv = weft_num_vcores();
-    bench_check_rc(weft_wg_add(&g.rings_left, (int)g.rings)); /* T <= INT_MAX */
+    bench_check_rc(weft_wg_add(&g.ready, (int)g.threads)); /* T <= INT_MAX */
+    bench_check_rc(weft_wg_add(&g.finished, 1));
+    atomic_store(&g.rings_left, g.rings);
 
     /* Spawn everything (untimed). Placed: ring r starts on vcore r % nv. */
     for (size_t r = 0; r < g.rings; r++) {
@@ -320,6 +338,7 @@ int main(int argc, char **argv)
 
     struct weft_vcore_stats st0[256], st1[256];
     int nst = nv < 256 ? nv : 256;
+    bench_check_rc(weft_wg_wait(&g.ready)); /* every uthread is at its first wait */
     for (int v = 0; v < nst; v++)
         bench_check_rc(weft_stats(v, &st0[v]));
     uint64_t t0 = bench_now_ns();
@@ -327,8 +346,8 @@ int main(int argc, char **argv)
         park_send(box_at(0, 0), GATE_TOKEN);
     else
         cond_send(box_at(0, 0), GATE_TOKEN);
-    bench_check_rc(weft_wg_wait(&g.rings_left));
-    uint64_t t1 = bench_now_ns();
+    bench_check_rc(weft_wg_wait(&g.finished));
+    uint64_t t1 = atomic_load(&g.end_ns);
     uint64_t rmw = 0, dec = 0, hand = 0;
     for (int v = 0; v < nst; v++) {
         bench_check_rc(weft_stats(v, &st1[v]));
@@ -336,6 +355,14 @@ int main(int argc, char **argv)
         dec += st1[v].decisions - st0[v].decisions;
         hand += st1[v].handoffs - st0[v].handoffs;
     }
+    /* Untimed: let every uthread go (every mailbox is empty now). */
+    for (size_t r = 0; r < g.rings; r++)
+        for (size_t i = 0; i < g.n; i++) {
+            if (g.sync == SYNC_PARK)
+                park_send(box_at(r, i), RELEASE_TOKEN);
+            else
+                cond_send(box_at(r, i), RELEASE_TOKEN);
+        }
 
     uint64_t sends = 0, want = (uint64_t)g.threads * g.rounds, short_threads = 0;
     for (size_t r = 0; r < g.rings; r++)

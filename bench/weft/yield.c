@@ -4,20 +4,24 @@
  *
  * The runtime is started with a single vcore (weft_config.vcores = 1), so
  * every yield is a switch from one uthread to the next on the same core
- * through vcore context and the scheduler. A coordinator uthread spawns the
- * workers (they cannot run before it blocks: there is only one vcore), takes
- * the start time and waits on a weft_wg_t that every worker marks done after
- * its last yield; the worker that finishes last takes the end time. Only
- * then does it join them, so the joins (each frees a stack, which past the
- * caches is a munmap: most of the run at 10 000 uthreads) are not timed (a
- * coordinator joining as workers finish would run them, woken straight
- * after each exit, in the middle of the others' yields). Each worker yields n
- * times and counts
- * handovers (the uthread that ran last was another one), which checks that
- * weft_yield() really switched instead of returning at once. With 10 000
- * uthreads every yield touches a different stack and uthread struct, so the
- * row shows the cost once the working set no longer fits the L1/L2 caches;
- * its warm-up starts from fewer yields per worker to keep the run short.
+ * through vcore context and the scheduler.
+ *
+ * Timing (the one boundary of every yield program, bench/README.md): a
+ * coordinator uthread spawns the workers; each counts itself in on a
+ * weft_wg_t (`ready`) and waits at the start gate (another weft_wg_t). When
+ * all are in, the coordinator takes the start time and opens the gate. Each
+ * worker yields n times, counting handovers (the uthread that ran last was
+ * another one), which checks that weft_yield() really switched instead of
+ * returning at once; then it counts itself done, and the last one takes the
+ * end time and wakes the coordinator. A finished worker waits at a release
+ * gate instead of returning, so no uthread exits inside the timed span;
+ * creation, the first run up to the gate, the exits and the joins (each
+ * frees a stack, which past the caches is a munmap: most of the run at
+ * 10 000 uthreads) are all untimed. Warm-up: bench_measure()'s doubling runs
+ * before the timed one, as in every yield program. With 10 000 uthreads
+ * every yield touches a different stack and uthread struct, so the row shows
+ * the cost once the working set no longer fits the L1/L2 caches; its warm-up
+ * starts from fewer yields per worker to keep the run short.
  *
  * Peers: bench/peers/cpp/boost_fiber_yield.cpp, boost_context_yield.cpp,
  * bench/peers/go (yield), bench/peers/kernel/yield.c.
@@ -38,13 +42,18 @@ static atomic_uint_fast64_t handovers;    /* yields after which another worker h
 static atomic_int wrong_vcore;            /* workers seen off vcore 0 */
 static atomic_int running;                /* workers not yet done with their yields */
 static _Atomic uint64_t end_ns;           /* taken by the last of them */
-static weft_wg_t all_done = WEFT_WG_INIT; /* the coordinator waits here before joining */
+static weft_wg_t ready = WEFT_WG_INIT;    /* workers not yet at the start gate */
+static weft_wg_t gate = WEFT_WG_INIT;     /* 1 until the clock starts */
+static weft_wg_t all_done = WEFT_WG_INIT; /* 1 until the last worker is done */
+static weft_wg_t release = WEFT_WG_INIT;  /* 1 until the clock has stopped */
 
 static void *worker(void *arg)
 {
     uint64_t n = (uint64_t)(uintptr_t)arg, h = 0, i;
     weft_t me = weft_self();
 
+    weft_wg_done(&ready);
+    bench_check_rc(weft_wg_wait(&gate));
     for (i = 0; i < n; i++) {
         weft_yield();
         if (atomic_load_explicit(&last_runner, memory_order_relaxed) != me) {
@@ -52,9 +61,11 @@ static void *worker(void *arg)
             h++;
         }
     }
-    if (atomic_fetch_sub(&running, 1) == 1)
+    if (atomic_fetch_sub(&running, 1) == 1) {
         atomic_store(&end_ns, bench_now_ns());
-    weft_wg_done(&all_done);
+        weft_wg_done(&all_done);
+    }
+    bench_check_rc(weft_wg_wait(&release)); /* untimed from here */
     if (weft_vcore_id() != 0)
         atomic_fetch_add(&wrong_vcore, 1);
     atomic_fetch_add(&handovers, h);
@@ -75,11 +86,17 @@ static uint64_t run_yield(void *arg, uint64_t n)
     atomic_store(&last_runner, NULL);
     atomic_store(&handovers, 0);
     atomic_store(&running, c->nthreads);
-    bench_check_rc(weft_wg_add(&all_done, c->nthreads));
+    bench_check_rc(weft_wg_add(&ready, c->nthreads));
+    bench_check_rc(weft_wg_add(&gate, 1));
+    bench_check_rc(weft_wg_add(&all_done, 1));
+    bench_check_rc(weft_wg_add(&release, 1));
     for (int i = 0; i < c->nthreads; i++)
         bench_check_rc(weft_spawn(&c->workers[i], NULL, worker, (void *)(uintptr_t)n));
+    bench_check_rc(weft_wg_wait(&ready));
     t0 = bench_now_ns();
+    weft_wg_done(&gate);
     bench_check_rc(weft_wg_wait(&all_done));
+    weft_wg_done(&release);
     for (int i = 0; i < c->nthreads; i++) {
         void *r;
         bench_check_rc(weft_join(c->workers[i], &r));

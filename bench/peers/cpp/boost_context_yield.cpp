@@ -9,6 +9,13 @@
 //                -> next worker, 2 context switches per yield, the shape of a
 //                scheduler loop with nothing in it.
 // Both sides count their resumes and the counts are checked.
+//
+// Timing (the one boundary of every yield program, bench/README.md): every
+// fiber is created and resumed once, untimed, up to its first switch back
+// to main (it is then "ready, waiting at the gate": suspended, stack
+// touched); the clock runs from main's first timed resume to the return of
+// its last one. After the clock stops, main resumes every fiber once more so
+// that its loop ends (untimed): no fiber ends inside the timed span.
 #include "bench.hpp"
 
 #include <boost/context/fiber.hpp>
@@ -24,12 +31,14 @@ bench::nanoseconds pingpong(std::uint64_t n)
 {
     std::uint64_t fiber_yields = 0, main_yields = 0;
     ctx::fiber f{[&](ctx::fiber &&back) {
+        back = std::move(back).resume();   // ready: wait for the first timed resume
         for (std::uint64_t i = 0; i < n; ++i) {
             ++fiber_yields;
             back = std::move(back).resume();
         }
         return std::move(back);
     }};
+    f = std::move(f).resume();   // untimed: the fiber starts and comes back
     auto t0 = bench::clock::now();
     for (std::uint64_t i = 0; i < n; ++i) {
         ++main_yields;
@@ -51,12 +60,15 @@ bench::nanoseconds round_robin(int nthreads, std::uint64_t n)
     workers.reserve(nthreads);
     for (int id = 0; id < nthreads; ++id)
         workers.emplace_back([&](ctx::fiber &&back) {
+            back = std::move(back).resume();   // ready: wait for the first timed resume
             for (std::uint64_t i = 0; i < n; ++i) {
                 ++yields;
                 back = std::move(back).resume();
             }
             return std::move(back);
         });
+    for (auto &w : workers)   // untimed: every fiber starts and comes back
+        w = std::move(w).resume();
     auto t0 = bench::clock::now();
     for (std::uint64_t i = 0; i < n; ++i)
         for (auto &w : workers)

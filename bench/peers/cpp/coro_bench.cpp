@@ -22,6 +22,18 @@
 //                      one-slot coro::mailbox<int> it receives from; the start
 //                      gate is a coro::event. No --workers: one thread.
 //
+// Timing (the one boundary of bench/README.md, in yield and ring alike):
+// every coroutine is spawned and run once, untimed (sched.run() returns when
+// all wait), up to its first wait: the start gate (a coro::event; in the ring
+// only the originators of round 0, the others wait on their mailboxes). The
+// clock starts when the gate is set; the coroutine that finishes last (yield:
+// the last to finish its yields; ring: the one that receives the last ring's
+// last message) takes the end time itself. Every coroutine then waits on a
+// release event instead of finishing, so no coroutine ends (and frees its
+// frame) inside the timed span; main sets it and runs them to their end
+// afterwards, untimed. No warm-up in the ring; the yield runs follow
+// bench::measure()'s doubling warm-up, as every yield program.
+//
 // Build (gcc 12 or clang 19): g++ -std=c++20 -O2 -Wall -Wextra coro_bench.cpp
 #include "bench.hpp"
 #include "coro.hpp"
@@ -36,6 +48,9 @@ namespace {
 // ---- yield ----------------------------------------------------------------------
 
 struct yield_state {
+    coro::event gate, release;      // the start gate; the end of the untimed wait
+    int running = 0;                // coroutines not yet done with their yields
+    bench::clock::time_point end;   // taken by the last of them
     int last = -1;                  // the coroutine that ran last
     std::uint64_t handovers = 0;    // yields after which another coroutine had run
     std::uint64_t done = 0;         // yields done
@@ -43,6 +58,7 @@ struct yield_state {
 
 coro::task<> yielder(yield_state &st, int id, std::uint64_t n)
 {
+    co_await st.gate;
     for (std::uint64_t i = 0; i < n; ++i) {
         co_await coro::yield();
         if (st.last != id) {
@@ -51,6 +67,9 @@ coro::task<> yielder(yield_state &st, int id, std::uint64_t n)
         }
         ++st.done;
     }
+    if (--st.running == 0)
+        st.end = bench::clock::now();
+    co_await st.release;   // untimed from here
 }
 
 struct yield_run {
@@ -60,11 +79,16 @@ struct yield_run {
     {
         coro::scheduler sched;
         yield_state st;
+        st.running = ncoros;
         for (int id = 0; id < ncoros; ++id)
             sched.spawn(yielder(st, id, n));   // detached: each frees itself when done
+        sched.run();   // untimed: every coroutine runs up to the gate
         auto t0 = bench::clock::now();
-        sched.run();
-        auto t1 = bench::clock::now();
+        st.gate.set();
+        sched.run();   // until every coroutine waits on the release
+        auto t1 = st.end;
+        st.release.set();
+        sched.run();   // untimed: they finish and free their frames
 
         const std::uint64_t total = n * std::uint64_t(ncoros);
         if (st.done != total)
@@ -145,6 +169,9 @@ int spawn_main()
 struct ring_state {
     std::uint64_t n, rounds;
     coro::event gate;              // opened when the clock starts
+    coro::event release;           // set after the clock has stopped
+    std::uint64_t rings_left;      // rings whose last message has not arrived
+    bench::clock::time_point end;  // taken when the last ring's last message arrives
     std::uint64_t sends = 0;       // summed over the finished coroutines
     std::uint64_t bad = 0;         // rounds that came back with v != n
     std::uint64_t finished = 0;
@@ -171,6 +198,9 @@ coro::task<> ring_member(ring_state &st, std::uint64_t i, coro::mailbox<int> &in
             ++sends;
         }
     }
+    if (i == (rounds - 1) % n && --st.rings_left == 0)   // it got the ring's last message
+        st.end = bench::clock::now();
+    co_await st.release;   // untimed from here
     st.sends += sends;
     ++st.finished;
 }
@@ -181,7 +211,7 @@ int ring_main(int argc, char **argv)
     const ring::args a = ring::parse(argc, argv, 2, "coro_bench ring", false);
     const std::uint64_t n = a.n, threads = a.threads;
 
-    ring_state st{n, a.rounds, {}, 0, 0, 0};
+    ring_state st{n, a.rounds, {}, {}, threads / n, {}, 0, 0, 0};
     coro::scheduler sched;
     std::unique_ptr<coro::mailbox<int>[]> boxes;
     try {
@@ -202,8 +232,10 @@ int ring_main(int argc, char **argv)
 
     auto t0 = bench::clock::now();
     st.gate.set();
-    sched.run();   // until every coroutine has finished (or nothing can run: checked below)
-    auto t1 = bench::clock::now();
+    sched.run();   // until every coroutine waits on the release (or nothing can run)
+    auto t1 = st.rings_left == 0 ? st.end : bench::clock::now();
+    st.release.set();
+    sched.run();   // untimed: every coroutine finishes (checked below)
 
     ring::check(impl, a, st.sends, st.bad, st.finished);
     ring::report(impl, a, t1 - t0);

@@ -7,8 +7,13 @@
 //	gobench pingpong   ns per round trip between two goroutines over two unbuffered channels
 //	                   (GOMAXPROCS from the environment, printed as param gomaxprocs=P)
 //	gobench ring --n N --threads T --rounds M
-//	                   messages/s through T/N rings of N goroutines linked by unbuffered
-//	                   channels, M rounds (GOMAXPROCS from the environment; see ring.go)
+//	                   messages/s through T/N rings of N goroutines linked by channels
+//	                   of capacity 1, M rounds (GOMAXPROCS from the environment; see ring.go)
+//	gobench idlemem --threads T
+//	                   bytes of resident memory and ns of creation per goroutine blocked on a
+//	                   channel receive (see idlemem.go)
+//	gobench httpd --root DIR [--port P]
+//	                   a net/http static-file server for the HTTP section (see httpd.go)
 //
 // Output follows bench/common/bench.h: one
 // "RESULT bench=... impl=go param=... value=... unit=..." line per
@@ -23,13 +28,17 @@ import (
 )
 
 const usage = "usage: gobench yield|spawn|pingpong\n" +
-	"       gobench ring --n N --threads T --rounds M"
+	"       gobench ring --n N --threads T --rounds M\n" +
+	"       gobench idlemem --threads T\n" +
+	"       gobench httpd --root DIR [--port P]"
 
 var commands = map[string]func(args []string){
 	"yield":    noArgs(benchYield),
 	"spawn":    noArgs(benchSpawn),
 	"pingpong": noArgs(benchPingpong),
 	"ring":     benchRing,
+	"idlemem":  benchIdlemem,
+	"httpd":    benchHttpd,
 }
 
 // noArgs adapts a benchmark that takes no options to the command table.

@@ -20,11 +20,20 @@ import (
 // get N back. Rings run independently. GOMAXPROCS comes from the environment
 // (the driver runs it with 1 and 2); there is no --workers.
 //
-// Every goroutine is created first; the originator of round 0 of each ring
-// waits on a start channel. The clock runs from closing that channel to the
-// sync.WaitGroup wait returning. Afterwards every originator must have seen N
-// in every round, every goroutine must have sent M messages and the total must
-// be T*M; otherwise FAIL and exit 1.
+// Timing (the one boundary of bench/README.md's ring contract): every
+// goroutine is created first; each marks itself ready on a sync.WaitGroup and
+// blocks in its first wait, the originator of round 0 of each ring on a start
+// channel, the others on their inboxes. Main waits until all T are ready,
+// starts the clock and closes the start channel. The goroutine that receives
+// a ring's last message counts the ring done; the one that counts the last
+// ring takes the end time and closes a done channel main waits on. Every
+// goroutine then waits on a release channel instead of returning, so none
+// exits inside the timed span. Untimed afterwards: main closes the release
+// channel and waits (a second WaitGroup) for every goroutine to finish; every
+// originator must have seen N in every round, every goroutine must have sent
+// M messages and the total must be T*M; otherwise FAIL and exit 1. No
+// warm-up: each goroutine has run once, up to its first wait, before the
+// clock starts.
 //
 // A goroutine costs what Go makes it cost (a small growable stack and a
 // channel). When the runtime cannot get memory it dies with "fatal error: out
@@ -33,8 +42,11 @@ import (
 func benchRing(args []string) {
 	n, threads, rounds := ringArgs(args)
 
-	r := &ring{n: n, rounds: rounds, start: make(chan struct{})}
+	r := &ring{n: n, rounds: rounds, start: make(chan struct{}), done: make(chan struct{}),
+		release: make(chan struct{})}
+	r.ready.Add(threads)
 	r.wg.Add(threads)
+	r.ringsLeft.Store(int64(threads / n))
 	for range threads / n {
 		// Goroutine i reads from in and writes to the next one's inbox; the
 		// last writes to the first's.
@@ -50,10 +62,13 @@ func benchRing(args []string) {
 		}
 	}
 
+	r.ready.Wait() // every goroutine is at its first wait
 	t0 := time.Now()
 	close(r.start)
+	<-r.done
+	took := r.end.Sub(t0)
+	close(r.release) // untimed from here
 	r.wg.Wait()
-	took := time.Since(t0)
 
 	messages := int64(threads) * int64(rounds)
 	if w := r.wrong.Load(); w != 0 {
@@ -71,23 +86,29 @@ func benchRing(args []string) {
 	note("n=%d threads=%d rounds=%d seconds=%.6f messages=%d", n, threads, rounds, secs, messages)
 }
 
-// ring is what the goroutines of every ring share: the parameters, the start
-// gate, the WaitGroup main waits on, and the tallies checked afterwards.
+// ring is what the goroutines of every ring share: the parameters, the
+// gates, the end time, and the tallies checked afterwards.
 type ring struct {
 	n, rounds int
-	start     chan struct{} // closed to start the clock
+	ready     sync.WaitGroup // every goroutine, once it has started
+	start     chan struct{}  // closed to start the clock
+	ringsLeft atomic.Int64   // rings whose last message has not arrived yet
+	end       time.Time      // taken by the goroutine that finished the last ring
+	done      chan struct{}  // closed after end is set
+	release   chan struct{}  // closed after the clock has stopped
 
-	wg         sync.WaitGroup
-	sends      atomic.Int64 // messages sent, all goroutines
-	short      atomic.Int64 // goroutines that sent fewer or more than rounds
-	wrong      atomic.Int64 // rounds whose originator got a token other than n
-	wrongValue atomic.Int64 // one such token, for the message
+	wg         sync.WaitGroup // every goroutine, once it has returned
+	sends      atomic.Int64   // messages sent, all goroutines
+	short      atomic.Int64   // goroutines that sent fewer or more than rounds
+	wrong      atomic.Int64   // rounds whose originator got a token other than n
+	wrongValue atomic.Int64   // one such token, for the message
 }
 
 // member runs goroutine i (0..n-1) of a ring: it receives from in and sends
 // to out, originating the token in rounds r with r%n == i.
 func (r *ring) member(i int, in <-chan int, out chan<- int) {
 	defer r.wg.Done()
+	r.ready.Done()
 	if i == 0 {
 		<-r.start // the originator of round 0
 	}
@@ -106,6 +127,11 @@ func (r *ring) member(i int, in <-chan int, out chan<- int) {
 			sent++
 		}
 	}
+	if (r.rounds-1)%r.n == i && r.ringsLeft.Add(-1) == 0 { // it got the ring's last message
+		r.end = time.Now()
+		close(r.done)
+	}
+	<-r.release
 	if sent != r.rounds {
 		r.short.Add(1)
 	}

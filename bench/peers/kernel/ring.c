@@ -26,14 +26,19 @@
  * threads already created are all blocked in sem_wait() (none can move before
  * the gate opens), so exit() simply ends them with the process.
  *
- * Timing as weft/ring.c: the originator of round 0 of each ring (index 0)
- * waits for a gate token in its own mailbox; main starts the clock, sends the
+ * Timing as weft/ring.c (the one boundary of bench/README.md's ring
+ * contract): every thread counts itself in on `ready` (the last one posts a
+ * semaphore main waits on) and blocks in its first wait: the originator of
+ * round 0 of each ring (index 0) on a gate token in its own mailbox, the
+ * others on their empty mailboxes. Main then starts the clock, sends the
  * token to ring 0's originator, and each originator passes it to the
  * originators of rings 2r+1 and 2r+2 before its first send. The thread that
- * receives a ring's last message decrements the rings-left counter; the last
- * one posts a semaphore main waits on. Then the clock stops, and main joins
- * every thread (each returns its send count) and checks the counts and that
- * every originator got N back.
+ * receives a ring's last message decrements the rings-left counter; the one
+ * that takes it to zero takes the end time itself and posts a semaphore main
+ * waits on. Every thread then waits for a release token in its own mailbox
+ * instead of exiting, so no thread exits inside the timed span. Untimed: main
+ * sends every thread its release token, joins every thread (each returns its
+ * send count) and checks the counts and that every originator got N back.
  *
  * Exit: 0 measured, 1 FAIL, 2 bad command line, 75 thread creation failed.
  */
@@ -45,6 +50,7 @@
 #include <stdatomic.h>
 
 #define GATE_TOKEN 0x7fffffffu   /* the gate's message: values on the ring are 1..N */
+#define RELEASE_TOKEN 0x7ffffffeu /* after the run: exit (see "Timing") */
 
 struct box {
     sem_t full;               /* a value is in val */
@@ -58,7 +64,10 @@ static struct {
     size_t ring_stride;       /* bytes per ring, a multiple of 64 */
     char *boxes;
     pthread_t *tids;
+    atomic_size_t not_ready;  /* threads not yet at their first wait */
+    sem_t ready;              /* posted when not_ready reaches 0 */
     atomic_size_t rings_left;
+    _Atomic uint64_t end_ns;  /* taken by the thread that finished the last ring */
     sem_t done;               /* posted when rings_left reaches 0 */
     atomic_uint_fast64_t bad; /* originator receipts != N */
 } g;
@@ -103,6 +112,8 @@ static void *ring_thread(void *arg)
     uint64_t m = g.rounds, sends = 0, bad = 0;
     struct box *me = box_at(r, i), *right = box_at(r, (i + 1) % n);
 
+    if (atomic_fetch_sub(&g.not_ready, 1) == 1)
+        sem_give(&g.ready);
     if (i == 0) { /* originator of round 0: wait at the gate, pass it on */
         if (recv(me) != GATE_TOKEN)
             bad++;
@@ -124,10 +135,14 @@ static void *ring_thread(void *arg)
         if (++orig == n)
             orig = 0;
     }
+    if (i == (m - 1) % n && atomic_fetch_sub(&g.rings_left, 1) == 1) {
+        atomic_store(&g.end_ns, bench_now_ns());
+        sem_give(&g.done);
+    }
+    if (recv(me) != RELEASE_TOKEN) /* untimed: wait to be let go */
+        bad++;
     if (bad)
         atomic_fetch_add(&g.bad, bad);
-    if (i == (m - 1) % n && atomic_fetch_sub(&g.rings_left, 1) == 1)
-        sem_give(&g.done);
     return (void *)(uintptr_t)sends;
 }
 
@@ -160,9 +175,10 @@ int main(int argc, char **argv)
                 bench_fail("sem_init: %s", strerror(errno));
             b->val = 0;
         }
-    if (sem_init(&g.done, 0, 0) != 0)
+    if (sem_init(&g.done, 0, 0) != 0 || sem_init(&g.ready, 0, 0) != 0)
         bench_fail("sem_init: %s", strerror(errno));
     atomic_store(&g.rings_left, g.rings);
+    atomic_store(&g.not_ready, g.threads);
 
     for (size_t idx = 0; idx < g.threads; idx++) {
         int rc = pthread_create(&g.tids[idx], NULL, ring_thread, (void *)(uintptr_t)idx);
@@ -175,10 +191,13 @@ int main(int argc, char **argv)
         }
     }
 
+    sem_take(&g.ready); /* every thread is at its first wait */
     uint64_t t0 = bench_now_ns();
     send(box_at(0, 0), GATE_TOKEN);
     sem_take(&g.done);
-    uint64_t t1 = bench_now_ns();
+    uint64_t t1 = atomic_load(&g.end_ns);
+    for (size_t idx = 0; idx < g.threads; idx++) /* untimed: every mailbox is empty now */
+        send(box_at(idx / g.n, idx % g.n), RELEASE_TOKEN);
 
     uint64_t sends = 0, want = (uint64_t)g.threads * g.rounds, short_threads = 0;
     for (size_t idx = 0; idx < g.threads; idx++) {

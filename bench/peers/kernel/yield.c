@@ -3,10 +3,14 @@
  * 10 000 pthreads, all pinned to CPU 0 (pthread_setaffinity_np, as
  * `taskset -c 0`).
  *
- * The threads meet at a barrier, main takes the start time, and each thread
- * calls sched_yield() n times; the thread that finishes last takes the end
- * time (main's joins, a sizeable part of the run at 10 000 threads, are not
- * timed). Handovers (another thread ran since this one last did) are
+ * Timing (the one boundary of every yield program, bench/README.md): the
+ * threads are created and meet main at a barrier (the start gate); main
+ * takes the start time as it passes, and each thread calls sched_yield() n
+ * times; the thread that finishes last takes the end time. A finished thread
+ * waits at a second barrier (the release, which main joins too) instead of
+ * exiting, so no thread exits inside the timed span; creation, the exits and
+ * main's joins (a sizeable part of the run at 10 000 threads) are untimed.
+ * Handovers (another thread ran since this one last did) are
  * counted and reported as a NOTE: unlike weft's FIFO the kernel
  * does not promise that sched_yield() switches, and if it often did not, the
  * figure would be a syscall cost rather than a switch cost. The 10 000-thread
@@ -36,7 +40,7 @@ static const struct {
 struct yield_ctx {
     int nthreads;
     uint64_t n;                  /* yields per thread */
-    pthread_barrier_t start;
+    pthread_barrier_t start, release;
     pthread_t *threads;
     struct worker_arg *args;
 };
@@ -68,6 +72,7 @@ static void *worker(void *p)
     }
     if (atomic_fetch_sub(&running, 1) == 1)
         atomic_store(&end_ns, bench_now_ns());
+    pthread_barrier_wait(&w->c->release); /* untimed from here */
     atomic_fetch_add(&handovers, h);
     return (void *)(uintptr_t)i;
 }
@@ -83,12 +88,14 @@ static uint64_t run_yield(void *arg, uint64_t n)
     atomic_store(&handovers, 0);
     atomic_store(&running, c->nthreads);
     bench_check_rc(pthread_barrier_init(&c->start, NULL, (unsigned)c->nthreads + 1));
+    bench_check_rc(pthread_barrier_init(&c->release, NULL, (unsigned)c->nthreads + 1));
     for (int i = 0; i < c->nthreads; i++) {
         w[i] = (struct worker_arg){ c, i };
         bench_check_rc(pthread_create(&c->threads[i], NULL, worker, &w[i]));
     }
     pthread_barrier_wait(&c->start);
     t0 = bench_now_ns();
+    pthread_barrier_wait(&c->release);
     for (int i = 0; i < c->nthreads; i++) {
         void *r;
         bench_check_rc(pthread_join(c->threads[i], &r));
@@ -96,6 +103,7 @@ static uint64_t run_yield(void *arg, uint64_t n)
     }
     t1 = atomic_load(&end_ns);
     pthread_barrier_destroy(&c->start);
+    pthread_barrier_destroy(&c->release);
     if (done != total)
         bench_fail("sched_yield: %llu yields done, %llu asked", (unsigned long long)done,
                    (unsigned long long)total);

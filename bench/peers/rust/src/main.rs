@@ -7,7 +7,8 @@
 //! `mpsc::channel(1)` (its inbox) and a sender to its right neighbour's inbox.
 //! In round r the task with index r % N in its ring sends 1 and waits for the
 //! token to come back; the others add 1 and pass it on, so the originator must
-//! get N back. Rings run independently; only one token is in flight per ring.
+//! get N back. Rings run independently; a ring can hold several tokens at
+//! once (the next round's originator sends right after relaying).
 //!
 //! `--runtime current` runs every task on tokio's current-thread scheduler
 //! (impl `tokio-current-thread`); `--runtime multi` on the multi-thread,
@@ -15,11 +16,20 @@
 //! `std::thread::available_parallelism`). `--workers` is refused with
 //! `current`, which has no workers to choose.
 //!
-//! Every task is spawned into a `JoinSet` first. The originator of round 0 of
-//! each ring waits on a start gate, a `watch` channel flipped to `true`. The
-//! clock runs from opening the gate until the last task has been joined.
-//! Afterwards every originator must have seen N in every round, every task
-//! must have sent M messages and the total must be T*M.
+//! Timing (the one boundary of bench/README.md's ring contract): every task
+//! is spawned into a `JoinSet` first; each counts itself in (an atomic count
+//! whose last decrement wakes main through a `Notify`) and blocks in its first
+//! wait: the originator of round 0 of each ring on a start gate, a `watch`
+//! channel flipped to `true`, the others on their inboxes. Main waits until
+//! all T are in, starts the clock and opens the gate. The task that receives
+//! a ring's last message counts the ring done; the one that counts the last
+//! ring takes the end time and wakes main (another `Notify`). Every task then
+//! waits on a second `watch` channel (the release) instead of returning, so no
+//! task ends inside the timed span: joining the tasks and dropping them and
+//! their channels are untimed. Afterwards every originator must have seen N
+//! in every round, every task must have sent M messages and the total must
+//! be T*M. No warm-up: each task has been polled once, up to its first wait,
+//! before the clock starts.
 //!
 //! Output follows bench/common/bench.h:
 //!
@@ -32,10 +42,12 @@
 //! fails Rust aborts the process, which cannot be caught here.)
 
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::runtime::{Builder, Runtime};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinSet;
 
 const USAGE: &str = "\
@@ -172,6 +184,55 @@ struct Tally {
     wrong_token: usize,
 }
 
+/// What main and every task share: the ready count, the end of the run.
+struct Shared {
+    /// Tasks not yet at their first wait; the last one to arrive notifies `ready`.
+    not_ready: AtomicUsize,
+    ready: Notify,
+    /// Rings whose last message has not yet arrived.
+    rings_left: AtomicUsize,
+    /// Taken by the task that finished the last ring.
+    end: OnceLock<Instant>,
+    /// Set when a task stopped with an error (the run will not finish).
+    broken: AtomicBool,
+    /// Notified when `end` is set or `broken`.
+    finished: Notify,
+}
+
+/// A task of a ring: `member`, then (untimed) the wait for the release. The
+/// task that received its ring's last message counts the ring done, and the
+/// last ring's stops the clock; a task that fails wakes main, which would
+/// otherwise wait for ever.
+async fn task(
+    index: usize,
+    n: usize,
+    rounds: u64,
+    inbox: mpsc::Receiver<usize>,
+    right: mpsc::Sender<usize>,
+    gate: Option<watch::Receiver<bool>>,
+    shared: Arc<Shared>,
+    mut release: watch::Receiver<bool>,
+) -> Result<Tally, String> {
+    if shared.not_ready.fetch_sub(1, Ordering::AcqRel) == 1 {
+        shared.ready.notify_one();
+    }
+    let result = member(index, n, rounds, inbox, right, gate).await;
+    if result.is_err() {
+        shared.broken.store(true, Ordering::Release);
+        shared.finished.notify_one();
+    } else if index as u64 == (rounds - 1) % n as u64
+        && shared.rings_left.fetch_sub(1, Ordering::AcqRel) == 1
+    {
+        let _ = shared.end.set(Instant::now());
+        shared.finished.notify_one();
+    }
+    release
+        .wait_for(|&go| go)
+        .await
+        .map_err(|_| "the release gate was dropped".to_string())?;
+    result
+}
+
 /// Task `index` (0..n) of one ring: receives from `inbox`, sends to `right`,
 /// and originates the token in the rounds r with r % n == index. The
 /// originator of round 0 first waits for the start gate. A closed channel
@@ -234,10 +295,21 @@ impl Totals {
     }
 }
 
-/// Spawns the rings, opens the gate, joins every task; returns the time from
-/// opening the gate to the last join, and the totals to check.
+/// Spawns the rings, waits until every task is at its first wait, opens the
+/// gate, waits for the last ring to finish, releases and joins every task;
+/// returns the time from opening the gate to the end of the last ring, and
+/// the totals to check.
 async fn run(cfg: &Config) -> (Duration, Totals) {
     let (open, gate) = watch::channel(false);
+    let (let_go, release) = watch::channel(false);
+    let shared = Arc::new(Shared {
+        not_ready: AtomicUsize::new(cfg.threads),
+        ready: Notify::new(),
+        rings_left: AtomicUsize::new(cfg.threads / cfg.n),
+        end: OnceLock::new(),
+        broken: AtomicBool::new(false),
+        finished: Notify::new(),
+    });
     let mut tasks = JoinSet::new();
     for _ in 0..cfg.threads / cfg.n {
         // Channel i is task i's inbox; task i sends on channel i + 1 (mod n).
@@ -245,13 +317,31 @@ async fn run(cfg: &Config) -> (Duration, Totals) {
         senders.rotate_left(1);
         for (index, (inbox, right)) in inboxes.into_iter().zip(senders).enumerate() {
             let gate = (index == 0).then(|| gate.clone());
-            tasks.spawn(member(index, cfg.n, cfg.rounds, inbox, right, gate));
+            tasks.spawn(task(
+                index,
+                cfg.n,
+                cfg.rounds,
+                inbox,
+                right,
+                gate,
+                shared.clone(),
+                release.clone(),
+            ));
         }
     }
 
-    let mut totals = Totals::default();
+    while shared.not_ready.load(Ordering::Acquire) != 0 {
+        shared.ready.notified().await; // a permit, if the last task came first
+    }
     let start = Instant::now();
     open.send_replace(true);
+    while shared.end.get().is_none() && !shared.broken.load(Ordering::Acquire) {
+        shared.finished.notified().await;
+    }
+    let elapsed = shared.end.get().map_or(Duration::ZERO, |end| *end - start);
+    let_go.send_replace(true); // untimed from here
+
+    let mut totals = Totals::default();
     while let Some(joined) = tasks.join_next().await {
         match joined {
             Ok(Ok(tally)) => {
@@ -268,7 +358,7 @@ async fn run(cfg: &Config) -> (Duration, Totals) {
             Err(join_error) => totals.broke(join_error.to_string()),
         }
     }
-    (start.elapsed(), totals)
+    (elapsed, totals)
 }
 
 /// Builds the scheduler. Building the multi-thread one starts its workers, and

@@ -1,0 +1,81 @@
+"""idlemem.py — memory per idle thread: resident memory and creation time
+per thread with 10^4, 10^5 and 10^6 threads each blocked, one curve per
+implementation, and where an implementation stops."""
+
+from __future__ import annotations
+
+from benchlib import is_weft
+
+from render.common import Ctx, colour, detail_median, fmt_qty, minmax_err, noisy, sig3
+
+
+def threads_of(r: dict) -> int:
+    return int(r["param"].split("threads=")[1])
+
+
+def plot(ctx: Ctx, rows: list[dict]) -> str:
+    if ctx.plt is None:
+        return ""
+    fig, (ax1, ax2) = ctx.plt.subplots(1, 2, figsize=(13, 5))
+    for impl in dict.fromkeys(r["impl"] for r in rows):
+        rs = sorted((r for r in rows if r["impl"] == impl and r["median"]), key=threads_of)
+        if not rs:
+            continue
+        style = dict(color=colour(impl), marker="o", linewidth=2.5 if is_weft(impl) else 1.5,
+                     linestyle=":" if impl == "c++20-coro" or impl.endswith("pooled") else "-",
+                     label=impl)
+        xs = [threads_of(r) for r in rs]
+        ys = [r["median"] for r in rs]
+        ax1.errorbar(xs, ys, yerr=minmax_err(ys, rs), capsize=2, elinewidth=0.8, **style)
+        cs = [(x, detail_median(r, "create_ns")) for x, r in zip(xs, rs)]
+        cs = [(x, c) for x, c in cs if c]
+        if cs:
+            ax2.plot([x for x, _ in cs], [c for _, c in cs], **style)
+    for ax, what in ((ax1, "resident bytes per idle thread (bars: min-max)"),
+                     (ax2, "ns to create a thread until it blocks (median)")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("threads, log scale")
+        ax.set_ylabel(what)
+        ax.grid(True, which="both", alpha=0.3)
+    ax1.set_title("Memory per idle thread")
+    ax2.set_title("Creation time per thread")
+    ax1.legend(fontsize=8)
+    return ctx.save(fig, "idlemem.png", "memory per idle thread")
+
+
+def render(ctx: Ctx, rows: list[dict]) -> list[str]:
+    s = ctx.data["sections"]["idlemem"]
+    counts = sorted({threads_of(r) for r in rows})
+    md = ["", f"## {s['title']}", "", s["how"], "", plot(ctx, rows),
+          "| implementation | " + " | ".join(f"{t:,} threads" for t in counts) + " |",
+          "| --- | " + " | ".join("---:" for _ in counts) + " |"]
+    for impl in dict.fromkeys(r["impl"] for r in rows):
+        cells = []
+        for t in counts:
+            r = next((x for x in rows if x["impl"] == impl and threads_of(x) == t), None)
+            if r is None:
+                cells.append("")
+            elif r["missing"]:
+                cells.append("stops here" if "stops at" in r["missing"]
+                             else "stopped before" if "stopped at" in r["missing"] else "missing")
+            elif not r["median"]:
+                cells.append("**failed**")
+            else:
+                c = detail_median(r, "create_ns")
+                cells.append(f"{fmt_qty(r['median'], r['unit'])}"
+                             + (f", {sig3(c / 1000)} µs to create" if c else "")
+                             + (" ⚠" if noisy(r) else ""))
+        name = f"**{impl}**" if is_weft(impl) else impl
+        md.append(f"| {name} | " + " | ".join(cells) + " |")
+    stops = {r["impl"]: r["missing"] for r in rows if r["missing"] and "stops at" in r["missing"]}
+    if stops:
+        md += ["", "Where implementations stop:"] + [f"- {k}: {v}" for k, v in stops.items()]
+    md += ["", f"Unit: {s['unit_note']}.", "", f"Pinning: {s['pinning']}",
+           "", "c++20-coro: the floor (a stackless coroutine keeps only its frame), shown but "
+               "never counted as the best peer."]
+    notes = s.get("notes") or {}
+    if notes:
+        md += ["", "Printed by the programs:"]
+        md += [f"- {impl}: {t}" for impl, ts in notes.items() for t in ts]
+    return md

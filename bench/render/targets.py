@@ -1,0 +1,100 @@
+"""targets.py — the targets of bench/targets.toml evaluated against a run,
+and their markdown (the table, then what is known about the ones not met)."""
+
+from __future__ import annotations
+
+import tomllib
+
+from benchlib import ROOT
+
+from render.common import best, better_ratio, fmt_qty, fmt_ratio, noisy, paired_ratio, sig3
+
+TARGETS_FILE = ROOT / "bench" / "targets.toml"
+
+
+def load() -> dict:
+    with TARGETS_FILE.open("rb") as f:
+        return tomllib.load(f)
+
+
+def matching(data: dict, section: str, impl: str, param: str | None) -> list[dict]:
+    """Every row of impl (a trailing * matches any suffix) and param (None: any)."""
+    return [r for r in data["rows"] if r["section"] == section and param in (None, r["param"])
+            and (r["impl"].startswith(impl[:-1]) if impl.endswith("*") else r["impl"] == impl)]
+
+
+def evaluate(data: dict, spec: dict | None = None) -> list[dict]:
+    spec = spec or load()
+    ncpu = str(len(data["machine"]["affinity_cpus"]))
+    out = []
+    for t in spec.get("target", []):
+        text = t["text"].replace("{NCPU}", ncpu)
+        section, param = t["section"], t.get("param")
+        w = best(matching(data, section, t["weft"].replace("{NCPU}", ncpu), param))
+        peers = [r for p in t["peers"]
+                 for r in matching(data, section, p.replace("{NCPU}", ncpu), param)]
+        p = best(peers)
+        if not (w and p):
+            why = "no weft result" if not w else "no peer result"
+            out.append({"target": text, "status": "cannot tell", "why": why})
+            continue
+        ratio = 1 / paired_ratio(w, p) if t.get("paired") else better_ratio(w, p)
+        out.append({"target": text, "status": "met" if ratio >= t["at_least"] else "not met",
+                    "ratio": ratio, "bound": t["at_least"], "noisy": noisy(w, p),
+                    "peer": p["impl"], "weft_median": w["median"], "peer_median": p["median"],
+                    "unit": w["unit"], "source": t.get("source", "")})
+    for lim in spec.get("limit", []):
+        rows = matching(data, lim["section"], lim["weft"], lim.get("param"))
+        w = next((r for r in rows if r["median"] is not None), None)
+        if not w:
+            out.append({"target": lim["text"], "status": "cannot tell", "why": "no weft result"})
+            continue
+        v = max(w["samples"]) if lim.get("of") == "max" else w["median"]
+        out.append({"target": lim["text"], "status": "met" if v <= lim["at_most"] else "not met",
+                    "limit": lim["at_most"], "noisy": noisy(w), "weft_median": v,
+                    "unit": w["unit"], "source": lim.get("source", "")})
+    return out
+
+
+def overheads(data: dict, spec: dict | None = None) -> list[dict]:
+    """The [[overhead]] entries measured: the paired ratio of impl to its base, or why not."""
+    spec = spec or load()
+    out = []
+    for o in spec.get("overhead", []):
+        r = next(iter(matching(data, o["section"], o["impl"], o["param"])), None)
+        base = next(iter(matching(data, o["section"], o["base"], o["param"])), None)
+        if not (r and r["median"] and base and base["median"]):
+            out.append({"text": o["text"], "why": "not run" if not (r and base) else "no result"})
+            continue
+        out.append({"text": o["text"], "ratio": paired_ratio(r, base), "median": r["median"],
+                    "base_median": base["median"], "unit": r["unit"], "noisy": noisy(r, base)})
+    return out
+
+
+def markdown(tgts: list[dict], spec: dict | None = None) -> list[str]:
+    spec = spec or load()
+    md = ["| target | status | ratio (weft better above 1) | weft | peer | why this target |",
+          "| --- | --- | ---: | ---: | ---: | --- |"]
+    for t in tgts:
+        if t["status"] == "cannot tell":
+            md.append(f"| {t['target']} | cannot tell ({t['why']}) | | | | |")
+            continue
+        status = f"**{t['status']}**" if not t["noisy"] else f"{t['status']} (noisy ⚠)"
+        weft = fmt_qty(t["weft_median"], t["unit"])
+        if "limit" in t:
+            md.append(f"| {t['target']} | {status} | {weft} (needs ≤ "
+                      f"{fmt_qty(t['limit'], t['unit'])}) | {weft} | — | {t['source']} |")
+            continue
+        md.append(f"| {t['target']} | {status} | {fmt_ratio(t['ratio'])} (needs ≥ "
+                  f"{fmt_ratio(t['bound'])}) | {weft} | {t['peer']} "
+                  f"{fmt_qty(t['peer_median'], t['unit'])} | {t['source']} |")
+    short = [t for t in tgts if t["status"] == "not met"]
+    if short:
+        md += ["", "Where weft falls short: " + "; ".join(
+            f"{t['target']} ({fmt_qty(t['weft_median'], t['unit'])})" if "limit" in t
+            else f"{t['target']} ({sig3(t['ratio'])}×)" for t in short) + "."]
+        whys = [w["text"] for w in spec.get("why_short", [])
+                if any(t["target"].startswith(w["prefix"]) for t in short)]
+        if whys:
+            md += ["", "Why, as far as it is understood:"] + [f"- {w}" for w in whys]
+    return md

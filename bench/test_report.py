@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""test_report.py — renders a synthetic results file and checks what the
+report promises its reader: the floors are never "the best peer", a noisy
+ratio is marked and not bolded, every number of a column has one format,
+missing peers are reported as missing, targets are evaluated from
+bench/targets.toml, the scaling section shows every K, and the report never
+refers to the project's tracker. Run by ctest (bench_report) and by hand:
+
+    python3 bench/test_report.py
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import report  # noqa: E402
+from benchlib import spread  # noqa: E402
+from render import summary, targets  # noqa: E402
+from render.common import fmt_qty  # noqa: E402
+
+
+def row(section: str, impl: str, param: str, samples: list[float], unit: str, better: str,
+        group: str, **extra) -> dict:
+    med = sorted(samples)[len(samples) // 2] if samples else None
+    return {"section": section, "impl": impl, "param": param, "unit": unit, "better": better,
+            "group": group, "samples": samples, "median": med, "spread": spread(samples),
+            "problems": [], "missing": extra.pop("missing", None), **extra}
+
+
+def meta(title: str, **more) -> dict:
+    return {"title": title, "how": f"How {title} was measured.", "unit_note": "units",
+            "pinning": "pinned", "floors": [], "notes": {}, **more}
+
+
+def synthetic() -> dict:
+    rows = [
+        # yield: the floors are far faster than anything, and must not be the best peer
+        row("yield", "weft", "threads=2", [13.0, 13.5, 14.0], "ns/yield", "lower", "threads=2"),
+        row("yield", "boost.fiber", "threads=2", [70.0, 75.0, 80.0], "ns/yield", "lower",
+            "threads=2"),
+        row("yield", "boost.context", "threads=2", [5.0, 5.1, 5.2], "ns/yield", "lower",
+            "threads=2"),
+        row("yield", "c++20-coro", "threads=2", [2.0, 2.1, 2.2], "ns/yield", "lower",
+            "threads=2"),
+        # spawn: a noisy peer (spread > 20 %)
+        row("spawn", "weft", "join=each", [100.0, 101.0, 102.0], "ns/spawn", "lower",
+            "join=each"),
+        row("spawn", "go", "join=each", [200.0, 300.0, 400.0], "ns/spawn", "lower", "join=each"),
+        # pingpong: a missing peer
+        row("pingpong", "weft-park-free", "vcores=1", [80.0, 81.0, 82.0], "ns/roundtrip",
+            "lower", "one CPU"),
+        row("pingpong", "kernel-futex", "cpus=0", [], "ns/roundtrip", "lower", "one CPU",
+            missing="not built: kernel_pingpong"),
+        # ring: rates in the millions, one CPU and all CPUs, a placed row left out
+        row("ring", "weft-1vcore", "n=8,threads=10000", [7.2e6, 7.5e6, 7.4e6], "msg/s",
+            "higher", "n=8,threads=10000,one CPU", **{"class": "one CPU", "rss_mib_median": 100,
+                                                       "rounds": 30}),
+        row("ring", "go-gomaxprocs1", "n=8,threads=10000", [5.6e6, 5.5e6, 5.7e6], "msg/s",
+            "higher", "n=8,threads=10000,one CPU", **{"class": "one CPU", "rss_mib_median": 90,
+                                                       "rounds": 25}),
+        row("ring", "c++20-coro", "n=8,threads=10000", [4.0e7, 4.1e7, 4.2e7], "msg/s",
+            "higher", "n=8,threads=10000,one CPU", **{"class": "one CPU", "rss_mib_median": 10,
+                                                       "rounds": 200}),
+        row("ring", "weft-2vcores", "n=8,threads=10000", [1.9e7, 2.0e7, 2.1e7], "msg/s",
+            "higher", "n=8,threads=10000,all CPUs", **{"class": "all CPUs",
+                                                        "rss_mib_median": 100, "rounds": 50}),
+        row("ring", "weft-2vcores-placed", "n=8,threads=10000", [9.0e7, 9.0e7, 9.0e7], "msg/s",
+            "higher", "n=8,threads=10000,all CPUs", **{"class": "all CPUs",
+                                                        "rss_mib_median": 100, "rounds": 50}),
+        row("ring", "tokio-multi-thread", "n=8,threads=10000", [8.0e6, 8.1e6, 8.2e6], "msg/s",
+            "higher", "n=8,threads=10000,all CPUs", **{"class": "all CPUs",
+                                                        "rss_mib_median": 60, "rounds": 20}),
+    ]
+    for k, (w, g) in {1: (7.4e6, 5.6e6), 2: (2.0e7, 1.0e7)}.items():
+        rows += [row("scaling", "weft", f"ring-n8,k={k}", [w, w, w], "msg/s", "higher",
+                     f"ring-n8,k={k}", **{"class": f"{k} CPUs"}),
+                 row("scaling", "go", f"ring-n8,k={k}", [g, g * 1.01, g * 0.99], "msg/s",
+                     "higher", f"ring-n8,k={k}", **{"class": f"{k} CPUs"}),
+                 row("scaling", "weft", f"join=batch1000,k={k}", [50.0 / k] * 3, "ns/spawn",
+                     "lower", f"spawn-batch1000,k={k}")]
+    machine = {"cpu_model": "Test CPU", "nproc": 2, "memory": "1 GiB", "kernel": "6.1",
+               "cc": "cc", "cxx": "c++", "go": "go1.22", "rustc": "rustc 1.80", "boost": "1.83",
+               "nginx": "nginx/1.22", "wrk": "wrk 4.2", "git_rev": "0" * 40, "git_dirty": False,
+               "loadavg_at_start": [0.1], "loadavg_at_end": [0.2], "affinity_cpus": [0, 1],
+               "host": "test"}
+    sections = {
+        "yield": meta("Yield", floors=["boost.context"]),
+        "spawn": meta("Spawn"), "pingpong": meta("Ping-pong"),
+        "ring": {"ns": [8], "target_s": 0.25, "impls": [
+            {"label": "weft-1vcore", "class": "one CPU", "idiom": "park/unpark", "cpus": [0],
+             "env": {"WEFT_VCORES": "1"}, "args": []}]},
+        "scaling": meta("Scaling: throughput against cores", ks=[1, 2], ring_threads=10000),
+    }
+    return {"schema": "weft-report-1", "timestamp_utc": "20260101T000000Z", "machine": machine,
+            "config": {"set": "quick", "rounds": 3, "warmup_rounds": 1, "driver_seconds": 1.0},
+            "missing": {"peer:kernel_pingpong": "not built"}, "sections": sections,
+            "rows": rows}
+
+
+def check(cond: bool, what: str) -> None:
+    if not cond:
+        print(f"FAIL {what}", file=sys.stderr)
+        sys.exit(1)
+
+
+def main() -> int:
+    data = synthetic()
+    ls = {x["label"]: x for x in summary.lines(data)}
+    y = ls["yield, 2 threads, one core"]
+    check(y["peer"]["impl"] == "boost.fiber", f"yield's best peer is {y['peer']['impl']}, "
+                                              "not Boost.Fiber (a floor was taken as a peer)")
+    check(y["floor"]["impl"] == "c++20-coro", "the yield floor column is not the coroutines")
+    ring = ls["ring N=8, 10 000 threads, 2 CPUs"]
+    check(ring["weft"]["impl"] == "weft-2vcores", "the summary used the placed ring row")
+    check(abs(ring["ratio"] - 2.0e7 / 8.1e6) < 1e-9, f"ring ratio {ring['ratio']}")
+    one = ls["ring N=8, 10 000 threads, one CPU"]
+    check(one["peer"]["impl"] == "go-gomaxprocs1", "the coroutine ring was taken as a peer")
+    check(fmt_qty(14.8e6, "msg/s") == "14.8 M msg/s", fmt_qty(14.8e6, "msg/s"))
+    check(fmt_qty(8127380, "msg/s") == "8.13 M msg/s", fmt_qty(8127380, "msg/s"))
+    check(fmt_qty(2048, "B/thread") == "2.00 KiB/thread", fmt_qty(2048, "B/thread"))
+    tg = {t["target"]: t for t in targets.evaluate(data)}
+    t = tg["yield, 2 threads on one core: weft ≤ 1.0× Boost.Fiber's time"]
+    check(t["status"] == "met" and t["peer"] == "boost.fiber", f"yield target: {t}")
+    t = tg["ring N=8, 10 000 threads, one CPU: weft ≥ 1.5× Go (GOMAXPROCS=1)"]
+    check(t["status"] == "not met", f"ring target at 1.32x should be short: {t}")
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d)
+        text = report.render(data, Path("test.json"), out).read_text()
+        check((out / "history.json").exists(), "no history written")
+    summ = text.split("## Summary", 1)[1].split("## Targets", 1)[0]
+    spawn = next(line for line in summ.splitlines() if line.startswith("| spawn + join, one"))
+    check("⚠" in spawn and "**" not in spawn.split("|")[4], f"noisy ratio bolded: {spawn}")
+    ylin = next(line for line in summ.splitlines() if line.startswith("| yield, 2 threads"))
+    check("**" in ylin.split("|")[4], f"a steady ratio is not bolded: {ylin}")
+    check("missing" in summ, "a missing peer is not reported as missing")
+    check(not re.search(r"\bissue\b", text, re.I), "the report mentions the tracker ('issue')")
+    check("8,127,380" not in text and not re.search(r"\d,\d{3},\d{3} msg/s", text),
+          "a rate printed without its prefix")
+    check("K = 1" in text and "K = 2" in text and "speed-up 1 → 2" in text,
+          "the scaling table lacks a K column")
+    print("test_report: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+/*
+ * idlemem.c — memory per idle uthread: T uthreads each blocked in
+ * weft_park(); resident-set growth per uthread and creation time per
+ * uthread (method and output: bench/common/idlemem.h, bench/README.md
+ * "Memory per idle thread").
+ *
+ *   weft_idlemem --threads T            (vcores: WEFT_VCORES; the section runs 1)
+ *
+ * Uthreads get the default attributes (weft_spawn(.., NULL, ..): the runtime's
+ * default stack, 256 KiB unless WEFT_STACK_SIZE says otherwise, mapped
+ * lazily with a guard page below it while vm.max_map_count leaves room, past
+ * that a canary). A spawner uthread creates all T, so that creating them and
+ * running them up to their park happen on the vcores, as they would in a
+ * program written for weft; each uthread counts its arrival and parks, the
+ * last to arrive records the time and tells main (a kernel thread outside
+ * the runtime, waiting on a weft_wg_t). Main reads the resident set, sets
+ * the release flag and weft_unpark()s every uthread; each one, woken, counts
+ * its run in its own slot and returns its index + 1, which main checks when
+ * it joins it.
+ *
+ * Exit: 0 measured, 1 FAIL, 2 bad command line, 75 a spawn failed (LIMIT).
+ */
+#include "idlemem.h"
+
+#include <stdatomic.h>
+#include <unistd.h>
+#include <weft/weft.h>
+#include <weft/sync.h>
+
+static struct {
+    size_t threads;
+    weft_t *h;                     /* the uthreads, for unpark and join */
+    uint32_t *ran;                 /* ran[i]: times uthread i went past its park */
+    atomic_size_t arrived;         /* uthreads that reached their park */
+    atomic_int released;           /* set by main before it unparks anyone */
+    _Atomic uint64_t t_first, t_last;
+    weft_wg_t all_arrived;         /* 1 until the last uthread arrives */
+} g;
+
+static void *idle_thread(void *arg)
+{
+    size_t i = (size_t)(uintptr_t)arg;
+    if (atomic_fetch_add_explicit(&g.arrived, 1, memory_order_relaxed) + 1 == g.threads) {
+        atomic_store(&g.t_last, bench_now_ns());
+        weft_wg_done(&g.all_arrived);
+    }
+    /* Blocked here until main releases it; a park that returns for any
+     * other reason (a stray token) parks again. */
+    while (!atomic_load_explicit(&g.released, memory_order_acquire))
+        bench_check_rc(weft_park());
+    g.ran[i]++;
+    return (void *)(uintptr_t)(i + 1);
+}
+
+static void *spawner(void *unused)
+{
+    (void)unused;
+    atomic_store(&g.t_first, bench_now_ns());
+    for (size_t i = 0; i < g.threads; i++) {
+        int rc = weft_spawn(&g.h[i], NULL, idle_thread, (void *)(uintptr_t)i);
+        if (rc) {
+            fflush(stdout);
+            fprintf(stderr, "LIMIT weft_spawn: %s after %zu of %zu threads\n", strerror(rc), i,
+                    g.threads);
+            /* The spawned uthreads are parked for good: leave without
+             * weft_shutdown(), which would wait for them. */
+            _exit(75);
+        }
+    }
+    return NULL;
+}
+
+/* touch() writes every page of [p, p + n), so that the bookkeeping is
+ * resident before the first reading. */
+static void touch(void *p, size_t n)
+{
+    volatile char *c = p;
+    for (size_t off = 0; off < n; off += 4096)
+        c[off] = 0;
+    if (n)
+        c[n - 1] = 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *impl = "weft";
+    g.threads = idlemem_threads(argc, argv);
+    g.h = calloc(g.threads, sizeof *g.h);
+    g.ran = calloc(g.threads, sizeof *g.ran);
+    if (!g.h || !g.ran) {
+        fprintf(stderr, "LIMIT bookkeeping: %s after 0 of %zu threads\n", strerror(ENOMEM),
+                g.threads);
+        return 75;
+    }
+    touch(g.h, g.threads * sizeof *g.h);
+    touch(g.ran, g.threads * sizeof *g.ran);
+
+    int rc = weft_init(NULL); /* vcores: WEFT_VCORES or all */
+    if (rc)
+        bench_fail("weft_init: %s", strerror(rc));
+    bench_check_rc(weft_wg_add(&g.all_arrived, 1));
+
+    struct idlemem_mem before = idlemem_read();
+    weft_t sp;
+    bench_check_rc(weft_spawn(&sp, NULL, spawner, NULL));
+    bench_check_rc(weft_wg_wait(&g.all_arrived));
+    struct idlemem_mem after = idlemem_read();
+    uint64_t create_ns = atomic_load(&g.t_last) - atomic_load(&g.t_first);
+
+    for (size_t i = 0; i < g.threads; i++)
+        if (g.ran[i])
+            bench_fail("%s idlemem: uthread %zu went past its park before it was woken", impl, i);
+    atomic_store_explicit(&g.released, 1, memory_order_release);
+    bench_check_rc(weft_join(sp, NULL));
+    for (size_t i = 0; i < g.threads; i++)
+        bench_check_rc(weft_unpark(g.h[i]));
+    for (size_t i = 0; i < g.threads; i++) {
+        void *res;
+        bench_check_rc(weft_join(g.h[i], &res));
+        if ((uintptr_t)res != i + 1)
+            bench_fail("%s idlemem: uthread %zu returned %zu", impl, i, (size_t)(uintptr_t)res);
+    }
+    weft_shutdown();
+    idlemem_check(impl, g.ran, g.threads);
+    idlemem_report(impl, g.threads, before, after, create_ns, "");
+    free(g.h);
+    free(g.ran);
+    return 0;
+}
