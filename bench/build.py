@@ -11,7 +11,7 @@ missing (a missing peer is reported, never dropped).
     Rust: cargo build --release --locked --bin B --target-dir <build>/bench/peers/rust-target
           for B = ringbench (the ring), hyperhttpd (the HTTP section) and idlemem
           (memory per idle thread), one at a time
-          (in bench/peers/rust; crates come from crates.io on the first build)
+          (in bench/peers/rust; crates come from the Rust package registry on the first build)
 """
 
 from __future__ import annotations
