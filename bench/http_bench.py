@@ -19,7 +19,7 @@ What it does:
       nginx    nginx -p TMP -c TMP/nginx.conf -e TMP/error.log
       go       GOMAXPROCS=1 <build>/bench/peers/gobench httpd --root ROOT --port 0
                (net/http; bench/peers/go/httpd.go)
-      hyper    <build>/bench/peers/hyperhttpd --root ROOT --port 0
+      hyper    <build>/bench/peers/ringbench httpd --root ROOT --port 0
                (hyper 1.x on tokio's current-thread runtime; bench/peers/rust/src/httpd.rs)
     All but nginx print "listening on 127.0.0.1:<port>" when ready. Every
     server and wrk get RLIMIT_NOFILE raised to nofile_wanted() (soft limit,
@@ -159,7 +159,7 @@ http {{
 
 
 # (kind, program) of the peers that build.py builds and locates (bench/run.py asks for them)
-PROGRAMS = [("go", "gobench"), ("rust", "hyperhttpd")]
+PROGRAMS = [("go", "gobench"), ("rust", "ringbench")]
 
 
 def servers(build_dir: Path, tmp: Path, docroot: Path, bins=None, k: int = 1) -> list[Server]:
@@ -213,13 +213,13 @@ def servers(build_dir: Path, tmp: Path, docroot: Path, bins=None, k: int = 1) ->
     out.append(go)
 
     rs = Server("hyper", "Rust hyper 1.x HTTP/1 server on tokio's current-thread runtime "
-                         "(`hyperhttpd`, bench/peers/rust/src/httpd.rs): the file read per "
+                         "(`ringbench httpd`, bench/peers/rust/src/httpd.rs): the file read per "
                          "request, Content-Type and Content-Length set")
-    path, why = lookup(bins, "rust", "hyperhttpd", build_dir)
+    path, why = lookup(bins, "rust", "ringbench", build_dir)
     if path is None:
         rs.missing = why
     else:
-        rs.cmd = [str(path), "--root", str(docroot), "--port", "0"] + \
+        rs.cmd = [str(path), "httpd", "--root", str(docroot), "--port", "0"] + \
             (["--workers", str(k)] if k > 1 else [])
         if k > 1:
             rs.describe = rs.describe.replace("current-thread runtime",

@@ -528,7 +528,7 @@ def idlemem_section(full: bool) -> Section:
     impls = [   # label, kind, program, args, env, cpus
         ("weft", "weft", "weft_idlemem", [], {"WEFT_VCORES": "1"}, {0}),
         ("go", "go", "gobench", ["idlemem"], {"GOMAXPROCS": "1"}, {0}),
-        ("tokio-current-thread", "rust", "idlemem", [], {}, {0}),
+        ("tokio-current-thread", "rust", "ringbench", ["idlemem"], {}, {0}),
         ("boost.fiber", "peer", "cpp_idlemem", ["fiber"], {}, {0}),
         ("boost.fiber-pooled", "peer", "cpp_idlemem", ["fiber-pooled"], {}, {0}),
         ("c++20-coro", "peer", "cpp_idlemem", ["coro"], {}, {0}),

@@ -1,10 +1,10 @@
-//! hyperhttpd — the hyper peer of the HTTP section (bench/http_bench.py): a
+//! ringbench httpd — the hyper peer of the HTTP section (bench/http_bench.py): a
 //! static-file server as a hyper 1.x user writes one, on tokio's
 //! current-thread runtime (one worker, as weft's `httpd -v 1`, nginx's one
 //! worker process and Go's GOMAXPROCS=1 have one), or with --workers K > 1
 //! on the multi-thread runtime with K workers (the scaling section).
 //!
-//!     hyperhttpd --root DIR [--port P] [--workers K]
+//!     ringbench httpd --root DIR [--port P] [--workers K]
 //!                                           (P = 0: any free port; default 8080)
 //!
 //! Listens on 127.0.0.1 and prints `listening on 127.0.0.1:<port>` once it
@@ -32,10 +32,10 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 
-const USAGE: &str = "usage: hyperhttpd --root DIR [--port P] [--workers K]";
+const USAGE: &str = "usage: ringbench httpd --root DIR [--port P] [--workers K]";
 
 fn bad_usage(what: &str) -> ! {
-    eprintln!("hyperhttpd: {what}\n{USAGE}");
+    eprintln!("ringbench httpd: {what}\n{USAGE}");
     std::process::exit(2);
 }
 
@@ -127,11 +127,12 @@ async fn serve(
     Ok(r)
 }
 
-fn main() {
+/// The `httpd` subcommand: args are what follows it.
+pub fn main(args: Vec<String>) {
     let mut root: Option<PathBuf> = None;
     let mut port: u16 = 8080;
     let mut workers: usize = 1;
-    let mut args = std::env::args().skip(1);
+    let mut args = args.into_iter();
     while let Some(a) = args.next() {
         match a.as_str() {
             "--root" => {
@@ -167,14 +168,14 @@ fn main() {
     }
     let root = root.unwrap_or_else(|| bad_usage("--root is required"));
     if !root.is_dir() {
-        eprintln!("hyperhttpd: root {}: not a directory", root.display());
+        eprintln!("ringbench httpd: root {}: not a directory", root.display());
         std::process::exit(1);
     }
     let root = Arc::new(root);
 
     let std_listener = std::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
         .unwrap_or_else(|e| {
-            eprintln!("hyperhttpd: 127.0.0.1:{port}: {e}");
+            eprintln!("ringbench httpd: 127.0.0.1:{port}: {e}");
             std::process::exit(1);
         });
     std_listener.set_nonblocking(true).expect("set_nonblocking");
@@ -202,7 +203,7 @@ fn main() {
                 Ok(s) => s,
                 Err(e) => {
                     // EMFILE and the like: connections that end give descriptors back.
-                    eprintln!("hyperhttpd: accept: {e}");
+                    eprintln!("ringbench httpd: accept: {e}");
                     std::thread::sleep(std::time::Duration::from_millis(10));
                     continue;
                 }

@@ -1,7 +1,12 @@
-//! ringbench: the tokio peer of weft's ring benchmark (one contract for weft
-//! and all its peers, weft issue 4).
+//! ringbench: the tokio peers of weft's benchmarks, one binary (a machine
+//! the benchmarks are staged on gets every tokio peer with it): the ring (one
+//! contract for weft and all its peers: bench/README.md), and as subcommands
+//! the HTTP section's hyper server (`ringbench httpd`, src/httpd.rs) and the
+//! memory-per-idle-thread program (`ringbench idlemem`, src/idlemem.rs).
 //!
-//!     ringbench --runtime current|multi --n N --threads T --rounds M [--workers W]
+//!     ringbench [ring] --runtime current|multi --n N --threads T --rounds M [--workers W]
+//!     ringbench httpd --root DIR [--port P] [--workers K]
+//!     ringbench idlemem --threads T
 //!
 //! T tasks form T/N rings of N. Each task owns the receiving end of an
 //! `mpsc::channel(1)` (its inbox) and a sender to its right neighbour's inbox.
@@ -40,6 +45,9 @@
 //! wrong; 2 bad command line; 75 "LIMIT ..." on stderr, the runtime's threads
 //! could not be started. (Spawning a task only allocates; when the allocator
 //! fails Rust aborts the process, which cannot be caught here.)
+
+mod httpd;
+mod idlemem;
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -384,7 +392,21 @@ fn build_runtime(flavor: Flavor, threads: usize) -> Result<Runtime, String> {
 }
 
 fn main() -> ExitCode {
-    let cfg = match parse_args(std::env::args().skip(1)) {
+    // One binary for every tokio peer (a staged machine copies just this one):
+    // `ringbench httpd ...` and `ringbench idlemem ...`; anything else is the ring.
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("httpd") => {
+            httpd::main(args.split_off(1));
+            return ExitCode::SUCCESS;
+        }
+        Some("idlemem") => return idlemem::main(args.split_off(1)),
+        Some("ring") => {
+            args.remove(0);
+        }
+        _ => {}
+    }
+    let cfg = match parse_args(args.into_iter()) {
         Ok(cfg) => cfg,
         Err(why) => {
             eprintln!("ringbench: {why}\n{USAGE}");

@@ -1,7 +1,7 @@
-//! idlemem: the tokio peer of the "memory per idle thread" benchmark
+//! ringbench idlemem: the tokio peer of the "memory per idle thread" benchmark
 //! (bench/README.md; the C programs' side is bench/common/idlemem.h).
 //!
-//!     idlemem --threads T
+//!     ringbench idlemem --threads T
 //!
 //! T async tasks on tokio's current-thread runtime (the driver pins the
 //! process to CPU 0), each blocked awaiting one shared `tokio::sync::Notify`.
@@ -31,7 +31,7 @@ use tokio::runtime::Builder;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-const USAGE: &str = "usage: idlemem --threads T   (1 <= T <= 10^8)";
+const USAGE: &str = "usage: ringbench idlemem --threads T   (1 <= T <= 10^8)";
 
 struct Shared {
     threads: usize,
@@ -175,12 +175,12 @@ fn run(threads: usize) -> Result<String, String> {
     })
 }
 
-fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+/// The `idlemem` subcommand: args are what follows it.
+pub fn main(args: Vec<String>) -> ExitCode {
     let threads = match parse(&args) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("idlemem: {e}\n{USAGE}");
+            eprintln!("ringbench idlemem: {e}\n{USAGE}");
             return ExitCode::from(2);
         }
     };
