@@ -244,18 +244,6 @@ def host_slug(host: str) -> str:
 # Formatting
 # ---------------------------------------------------------------------------
 
-def fmt_value(v: float | None) -> str:
-    if v is None:
-        return ""
-    if v >= 1e7:
-        return f"{v / 1e6:,.1f} M"
-    if v >= 100:
-        return f"{v:,.0f}"
-    if v >= 10:
-        return f"{v:.1f}"
-    return f"{v:.2f}"
-
-
 def fmt_spread(s: float | None) -> str:
     if s is None:
         return ""

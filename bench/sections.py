@@ -70,7 +70,7 @@ def _pingpong_group(impl: str, param: str) -> str:
     if param in ("cpus=0", "vcores=1"):
         return "one CPU"
     if impl == "go" or impl == "weft-park-free":
-        return "two CPUs, free placement"
+        return "one core in effect"     # two CPUs, but the runtime keeps the pair on one
     if impl in ("kernel-futex", "kernel-pipe"):
         return "two CPUs, one thread each, waiters sleep"
     return "two CPUs, one thread each, waiters spin"

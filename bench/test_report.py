@@ -75,6 +75,11 @@ def synthetic() -> dict:
         row("ring", "tokio-multi-thread", "n=8,threads=10000", [8.0e6, 8.1e6, 8.2e6], "msg/s",
             "higher", "n=8,threads=10000,all CPUs", **{"class": "all CPUs",
                                                         "rss_mib_median": 60, "rounds": 20}),
+        # HTTP: the summary shows latency beside requests/s
+        row("http", "weft", "conns=100", [1.3e5, 1.31e5, 1.32e5], "requests/s", "higher",
+            "conns=100", details=[{"p50_ms": 0.7, "p99_ms": 0.9}] * 3),
+        row("http", "nginx", "conns=100", [1.2e5, 1.21e5, 1.22e5], "requests/s", "higher",
+            "conns=100", details=[{"p50_ms": 0.8, "p99_ms": 1.1}] * 3),
     ]
     for k, (w, g) in {1: (7.4e6, 5.6e6), 2: (2.0e7, 1.0e7)}.items():
         rows += [row("scaling", "weft", f"ring-n8,k={k}", [w, w, w], "msg/s", "higher",
@@ -95,6 +100,7 @@ def synthetic() -> dict:
             {"label": "weft-1vcore", "class": "one CPU", "idiom": "park/unpark", "cpus": [0],
              "env": {"WEFT_VCORES": "1"}, "args": []}]},
         "scaling": meta("Scaling: throughput against cores", ks=[1, 2], ring_threads=10000),
+        "http": meta("HTTP"),
     }
     return {"schema": "weft-report-1", "timestamp_utc": "20260101T000000Z", "machine": machine,
             "config": {"set": "quick", "rounds": 3, "warmup_rounds": 1, "driver_seconds": 1.0},
@@ -138,6 +144,9 @@ def main() -> int:
     ylin = next(line for line in summ.splitlines() if line.startswith("| yield, 2 threads"))
     check("**" in ylin.split("|")[4], f"a steady ratio is not bolded: {ylin}")
     check("missing" in summ, "a missing peer is not reported as missing")
+    http = next(line for line in summ.splitlines() if line.startswith("| HTTP, 100 keep-alive"))
+    check("p50 0.700 ms, p99 0.900 ms" in http and "p99 1.10 ms" in http,
+          f"HTTP latency missing beside requests/s: {http}")
     check(not re.search(r"\bissue\b", text, re.I), "the report mentions the tracker ('issue')")
     check("8,127,380" not in text and not re.search(r"\d,\d{3},\d{3} msg/s", text),
           "a rate printed without its prefix")

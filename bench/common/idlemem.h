@@ -75,6 +75,25 @@ usage:
     exit(2);
 }
 
+/* idlemem_alloc() returns n zeroed elements of size bytes, every page
+ * touched (bookkeeping is resident before the first reading, so it does not
+ * count as the threads' memory); without memory it exits 75 (LIMIT). */
+static inline void *idlemem_alloc(size_t n, size_t size, size_t threads)
+{
+    volatile char *c = calloc(n, size);
+    if (!c) {
+        fprintf(stderr, "LIMIT bookkeeping: %s after 0 of %zu threads\n", strerror(ENOMEM),
+                threads);
+        exit(75);
+    }
+    size_t bytes = n * size;
+    for (size_t off = 0; off < bytes; off += 4096)
+        c[off] = 0;
+    if (bytes != 0)
+        c[bytes - 1] = 0;
+    return (void *)c;
+}
+
 /* idlemem_report() prints the RESULT line; extra (may be "") is appended
  * to it: more " key=value" tokens. */
 static inline void idlemem_report(const char *impl, size_t threads, struct idlemem_mem before,

@@ -133,6 +133,19 @@ def fmt_detail(r: dict, key: str, unit: str = "") -> str:
     return f"{v:,.0f}" if not unit else f"{sig3(v)}{unit}"
 
 
+def cell(r: dict | None, fmt: Callable[[dict], str],
+         missing: Callable[[dict], str] = lambda r: "missing") -> str:
+    """One table cell for a row that may be absent (""), missing, failed
+    (no kept run) or measured (fmt(r))."""
+    if r is None:
+        return ""
+    if r["missing"]:
+        return missing(r)
+    if not r["median"]:
+        return "**failed**"
+    return fmt(r)
+
+
 def row_table(rows: list[dict], rounds: int,
               extra_cols: list[tuple[str, Callable[[dict], str]]] = ()) -> list[str]:
     """Markdown: one line per row, its median, spread and kept runs, the

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from benchlib import is_weft
 
-from render.common import Ctx, colour, detail_median, fmt_qty, minmax_err, noisy, sig3
+from render.common import Ctx, cell, colour, detail_median, fmt_qty, minmax_err, noisy, sig3
 
 
 def threads_of(r: dict) -> int:
@@ -51,21 +51,17 @@ def render(ctx: Ctx, rows: list[dict]) -> list[str]:
           "| implementation | " + " | ".join(f"{t:,} threads" for t in counts) + " |",
           "| --- | " + " | ".join("---:" for _ in counts) + " |"]
     for impl in dict.fromkeys(r["impl"] for r in rows):
-        cells = []
-        for t in counts:
-            r = next((x for x in rows if x["impl"] == impl and threads_of(x) == t), None)
-            if r is None:
-                cells.append("")
-            elif r["missing"]:
-                cells.append("stops here" if "stops at" in r["missing"]
-                             else "stopped before" if "stopped at" in r["missing"] else "missing")
-            elif not r["median"]:
-                cells.append("**failed**")
-            else:
-                c = detail_median(r, "create_ns")
-                cells.append(f"{fmt_qty(r['median'], r['unit'])}"
-                             + (f", {sig3(c / 1000)} µs to create" if c else "")
-                             + (" ⚠" if noisy(r) else ""))
+        def measured(r: dict) -> str:
+            c = detail_median(r, "create_ns")
+            return (fmt_qty(r["median"], r["unit"]) + (f", {sig3(c / 1000)} µs to create" if c
+                                                      else "") + (" ⚠" if noisy(r) else ""))
+
+        def stopped(r: dict) -> str:
+            return ("stops here" if "stops at" in r["missing"]
+                    else "stopped before" if "stopped at" in r["missing"] else "missing")
+
+        cells = [cell(next((x for x in rows if x["impl"] == impl and threads_of(x) == t), None),
+                      measured, stopped) for t in counts]
         name = f"**{impl}**" if is_weft(impl) else impl
         md.append(f"| {name} | " + " | ".join(cells) + " |")
     stops = {r["impl"]: r["missing"] for r in rows if r["missing"] and "stops at" in r["missing"]}

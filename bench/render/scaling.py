@@ -8,7 +8,7 @@ import re
 
 from benchlib import is_weft
 
-from render.common import Ctx, colour, fmt_qty, fmt_ratio, noisy, sig3
+from render.common import Ctx, cell, colour, fmt_qty, fmt_ratio, noisy, sig3
 
 # Benchmarks of the section: param prefix -> title.
 BENCHES = [("ring-n8", "ring, N = 8, {threads} threads"),
@@ -103,18 +103,8 @@ def render(ctx: Ctx, rows: list[dict]) -> list[str]:
                + f" | speed-up 1 → {kmax} |",
                "| --- | " + " | ".join("---:" for _ in ks) + " | ---: |"]
         for name, by_k in by.items():
-            cells = []
-            for k in ks:
-                r = by_k.get(k)
-                if r is None:
-                    cells.append("")
-                elif r["missing"]:
-                    cells.append("missing")
-                elif not r["median"]:
-                    cells.append("**failed**")
-                else:
-                    cells.append(fmt_qty(rate(r, r["median"]), rate_unit(r))
-                                 + (" ⚠" if noisy(r) else ""))
+            cells = [cell(by_k.get(k), lambda r: fmt_qty(rate(r, r["median"]), rate_unit(r))
+                          + (" ⚠" if noisy(r) else "")) for k in ks]
             one, top = by_k.get(1), by_k.get(kmax)
             up = (rate(top, top["median"]) / rate(one, one["median"])
                   if one and top and one["median"] and top["median"] else None)

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from benchlib import is_weft
 
-from render.common import OUT, Ctx, best, better_ratio, fmt_qty, fmt_ratio, noisy
+from render.common import (OUT, Ctx, best, better_ratio, detail_median, fmt_qty, fmt_ratio,
+                           noisy, sig3)
 
 HISTORY_KEEP = 50
 
@@ -33,7 +34,8 @@ def summary_rows(ncpu: int) -> list[tuple[str, str, str]]:
         ("spawn + join, one at a time", "spawn", "join=each"),
         ("spawn + join, batches of 1000", "spawn", "join=batch1000"),
         ("ping-pong, one CPU", "pingpong", "one CPU"),
-        ("ping-pong, two CPUs, free placement", "pingpong", "two CPUs, free placement"),
+        ("ping-pong, one core in effect (two CPUs, the runtime keeps the pair together)",
+         "pingpong", "one core in effect"),
         ("ping-pong, two CPUs, one thread each, spinning", "pingpong",
          "two CPUs, one thread each, waiters spin"),
         ("mutex, 4 threads, contended", "mutex", "threads=4"),
@@ -72,16 +74,23 @@ def lines(data: dict) -> list[dict]:
     return out
 
 
+def latency(r: dict) -> str:
+    """An HTTP row's p50/p99 (medians of the kept runs), to print beside requests/s."""
+    p50, p99 = detail_median(r, "p50_ms"), detail_median(r, "p99_ms")
+    return "" if p50 is None or p99 is None else f"; p50 {sig3(p50)} ms, p99 {sig3(p99)} ms"
+
+
 def markdown(ls: list[dict]) -> list[str]:
     md = ["| benchmark | weft | best stackful or OS-thread peer | weft vs that peer | "
           "floor (stackless / bare switch) |",
           "| --- | ---: | ---: | ---: | ---: |"]
     for x in ls:
         w, p, f = x["weft"], x["peer"], x["floor"]
+        lat = latency if x["section"] == "http" else (lambda r: "")
         wtxt = f"{fmt_qty(w['median'], w['unit'])}" + (f" ({w['impl']})" if w["impl"] != "weft"
-                                                        else "") if w else "no result"
+                                                        else "") + lat(w) if w else "no result"
         if p:
-            ptxt = f"{fmt_qty(p['median'], p['unit'])} ({p['impl']})"
+            ptxt = f"{fmt_qty(p['median'], p['unit'])} ({p['impl']}{lat(p)})"
         else:
             ptxt = "no peer result" + (f" ({', '.join(x['missing_peers'])} missing)"
                                        if x["missing_peers"] else "")

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import re
 
-from benchlib import SPREAD_FLAG, is_weft
+from benchlib import is_weft
 
 from render import targets
-from render.common import (VARIANT_COLOURS, Ctx, detail_median, find, fmt_detail, minmax_err,
-                           paired_ratio, sig3, why_no_result)
+from render.common import (VARIANT_COLOURS, Ctx, cell, detail_median, find, fmt_detail,
+                           minmax_err, noisy, paired_ratio, sig3, why_no_result)
 
 YP_BASE = "weft-uninstrumented"
 YP_PROGS = ("count", "chase", "sort")      # the seed's two, then the small real program
@@ -146,25 +146,18 @@ def yp_table(by: dict, params: list[str], impls: list[str], with_opt: bool = Fal
              else p.rsplit(",", 1)[0].replace(",", ", ") for p in params]
     md = ["| variant | " + " | ".join(heads) + " |", "| --- |" + " ---: |" * len(params)]
     for impl in impls:
-        cells = []
-        for param in params:
-            r = by.get((impl, param))
-            base = by.get((YP_BASE, param))
-            if r is None:
-                cells.append("")
-            elif r["missing"]:
-                cells.append("missing")
-            elif not r["median"]:
-                cells.append("**failed**")
-            else:
-                c = sig3(r["median"])
-                if base and base["median"] and r is not base:
-                    c += f" ({(paired_ratio(r, base) - 1) * 100:+.1f} %)"
-                if (r["spread"] or 0) > SPREAD_FLAG:
-                    c += " ⚠"
-                if r["problems"]:
-                    c += f" ({len(r['problems'])} failed)"
-                cells.append(c)
+        def measured(r: dict) -> str:
+            base = by.get((YP_BASE, r["param"]))
+            c = sig3(r["median"])
+            if base and base["median"] and r is not base:
+                c += f" ({(paired_ratio(r, base) - 1) * 100:+.1f} %)"
+            if noisy(r):
+                c += " ⚠"
+            if r["problems"]:
+                c += f" ({len(r['problems'])} failed)"
+            return c
+
+        cells = [cell(by.get((impl, param)), measured) for param in params]
         name = f"**{impl}**" if is_weft(impl) else impl
         md.append(f"| {name} | " + " | ".join(cells) + " |")
     return md

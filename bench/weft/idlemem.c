@@ -70,30 +70,12 @@ static void *spawner(void *unused)
     return NULL;
 }
 
-/* touch() writes every page of [p, p + n), so that the bookkeeping is
- * resident before the first reading. */
-static void touch(void *p, size_t n)
-{
-    volatile char *c = p;
-    for (size_t off = 0; off < n; off += 4096)
-        c[off] = 0;
-    if (n)
-        c[n - 1] = 0;
-}
-
 int main(int argc, char **argv)
 {
     const char *impl = "weft";
     g.threads = idlemem_threads(argc, argv);
-    g.h = calloc(g.threads, sizeof *g.h);
-    g.ran = calloc(g.threads, sizeof *g.ran);
-    if (!g.h || !g.ran) {
-        fprintf(stderr, "LIMIT bookkeeping: %s after 0 of %zu threads\n", strerror(ENOMEM),
-                g.threads);
-        return 75;
-    }
-    touch(g.h, g.threads * sizeof *g.h);
-    touch(g.ran, g.threads * sizeof *g.ran);
+    g.h = idlemem_alloc(g.threads, sizeof *g.h, g.threads);
+    g.ran = idlemem_alloc(g.threads, sizeof *g.ran, g.threads);
 
     int rc = weft_init(NULL); /* vcores: WEFT_VCORES or all */
     if (rc)

@@ -79,28 +79,12 @@ static uint64_t kernel_stack(void)
     return (uint64_t)kib * 1024;
 }
 
-static void touch(void *p, size_t n)
-{
-    volatile char *c = p;
-    for (size_t off = 0; off < n; off += 4096)
-        c[off] = 0;
-    if (n)
-        c[n - 1] = 0;
-}
-
 int main(int argc, char **argv)
 {
     const char *impl = "pthread";
     g.threads = idlemem_threads(argc, argv);
-    g.tids = calloc(g.threads, sizeof *g.tids);
-    g.ran = calloc(g.threads, sizeof *g.ran);
-    if (!g.tids || !g.ran) {
-        fprintf(stderr, "LIMIT bookkeeping: %s after 0 of %zu threads\n", strerror(ENOMEM),
-                g.threads);
-        return 75;
-    }
-    touch(g.tids, g.threads * sizeof *g.tids);
-    touch(g.ran, g.threads * sizeof *g.ran);
+    g.tids = idlemem_alloc(g.threads, sizeof *g.tids, g.threads);
+    g.ran = idlemem_alloc(g.threads, sizeof *g.ran, g.threads);
     if (sem_init(&g.all_arrived, 0, 0) || sem_init(&g.wake, 0, 0))
         bench_fail("sem_init: %s", strerror(errno));
 
