@@ -141,6 +141,14 @@ RESULT_KEYS = {"bench", "impl", "param", "value", "unit"}   # the rest of a RESU
 # The ring
 # ---------------------------------------------------------------------------
 
+def why_not_run(bins: builder.Binaries, kind: str, program: str, label: str,
+                stopped: dict[str, str]) -> str:
+    """Why an implementation is not run at this size: its program is missing, or it
+    stopped at a smaller size (stopped: label -> why); "" if it runs."""
+    path, why = bins.lookup(kind, program)
+    return why if path is None else stopped.get(label, "")
+
+
 def ring_rate(run: dict) -> float | None:
     for res in run["results"]:
         if res.get("bench") == "ring":
@@ -169,12 +177,8 @@ def run_ring(impls: list[S.RingImpl], sizes: list[int], bins: builder.Binaries, 
                         extra={"class": im.cls, "rss_mib": [], "rounds": None})
                 cur[im.label] = r
                 rows.append(r)
-                path, why = bins.lookup(im.kind, im.program)
-                if path is None:
-                    r.missing = why
-                elif im.label in stopped:
-                    r.missing = stopped[im.label]
-                else:
+                r.missing = why_not_run(bins, im.kind, im.program, im.label, stopped)
+                if not r.missing:
                     alive.append(im)
             m_for: dict[str, int] = {}
             for rnd in range(warmup + rounds):
@@ -248,13 +252,9 @@ def run_idlemem(sec: S.Section, bins: builder.Binaries, rounds: int, warmup: int
         lvl_warmup, lvl_rounds = (0, min(rounds, sec.meta["big_rounds"])) if big else (warmup, rounds)
         alive = []
         for job in jobs:
-            path, why = bins.lookup(job.kind, job.program)
             r = rows[job.rows[0]]
-            if path is None:
-                r.missing = why
-            elif job.label in stopped:
-                r.missing = stopped[job.label]
-            else:
+            r.missing = why_not_run(bins, job.kind, job.program, job.label, stopped)
+            if not r.missing:
                 alive.append(job)
         for rnd in range(lvl_warmup + lvl_rounds):
             kept = rnd >= lvl_warmup
