@@ -509,12 +509,12 @@ def yieldpass_section(full: bool) -> Section:
 # ---------------------------------------------------------------------------
 
 # Thread counts. A run at 10^6 takes ~2 s (tokio) to ~30 s (weft, Boost.Fiber)
-# on the 2-CPU VM, so the quick set stops at 10^5; from IDLEMEM_BIG threads on
-# there is no warm-up run and at most IDLEMEM_BIG_ROUNDS kept ones (the
-# resident set per thread varies by well under 1 % from run to run).
-IDLEMEM_COUNTS = {"quick": (10_000, 100_000), "full": (10_000, 100_000, 1_000_000)}
+# on the 2-CPU VM, so from IDLEMEM_BIG threads on there is no warm-up run and
+# at most IDLEMEM_BIG_ROUNDS[set] kept ones (the resident set per thread
+# varies by well under 1 % from run to run; creation times are then one run's).
+IDLEMEM_COUNTS = (10_000, 100_000, 1_000_000)
 IDLEMEM_BIG = 1_000_000
-IDLEMEM_BIG_ROUNDS = 2
+IDLEMEM_BIG_ROUNDS = {"quick": 1, "full": 2}
 IDLEMEM_TIMEOUT_S = {10_000: 60, 100_000: 90, 1_000_000: 240}
 
 
@@ -524,7 +524,7 @@ def idlemem_section(full: bool) -> Section:
     per count, and an implementation that hits a limit (exit 75), hangs or is
     killed at some count is recorded as stopping there and not run at larger
     counts (job.label names the implementation)."""
-    counts = IDLEMEM_COUNTS["full" if full else "quick"]
+    counts = IDLEMEM_COUNTS
     impls = [   # label, kind, program, args, env, cpus
         ("weft", "weft", "weft_idlemem", [], {"WEFT_VCORES": "1"}, {0}),
         ("go", "go", "gobench", ["idlemem"], {"GOMAXPROCS": "1"}, {0}),
@@ -564,7 +564,7 @@ def idlemem_section(full: bool) -> Section:
         "the C++20 coroutines: the process pinned to CPU 0. pthreads: unpinned.",
         jobs, floors=("c++20-coro",),
         meta={"counts": list(counts), "big_threads": IDLEMEM_BIG,
-              "big_rounds": IDLEMEM_BIG_ROUNDS})
+              "big_rounds": IDLEMEM_BIG_ROUNDS["full" if full else "quick"]})
 
 
 # ---------------------------------------------------------------------------
