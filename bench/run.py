@@ -149,6 +149,21 @@ def why_not_run(bins: builder.Binaries, kind: str, program: str, label: str,
     return why if path is None else stopped.get(label, "")
 
 
+def stops_here(run: dict, r: Row, label: str, threads: int, stopped: dict[str, str],
+               timeout_s: float) -> bool:
+    """Whether run ends implementation label's climb to larger sizes (a resource limit,
+    exit 75; a hang; "cannot run here"; a kill before any good sample); if so, row r
+    and stopped[label] say why."""
+    rc = run["rc"]
+    if not (rc in (LIMIT_EXIT, "timeout", SKIP_EXIT) or
+            (isinstance(rc, int) and rc < 0 and not r.samples)):
+        return False
+    why = describe_failure(run, timeout_s)
+    r.missing = f"stops at {threads} threads: {why}"
+    stopped[label] = f"stopped at {threads} threads ({why})"
+    return True
+
+
 def ring_rate(run: dict) -> float | None:
     for res in run["results"]:
         if res.get("bench") == "ring":
@@ -196,12 +211,7 @@ def run_ring(impls: list[S.RingImpl], sizes: list[int], bins: builder.Binaries, 
                                env=dict(im.env), n=n, threads=threads, rounds=m)
                     runs.append(run)
                     rate = ring_rate(run)
-                    if run["rc"] in (LIMIT_EXIT, "timeout", SKIP_EXIT) or \
-                            (isinstance(run["rc"], int) and run["rc"] < 0 and not r.samples):
-                        # A limit (or a hang or a kill at creation) ends this peer's climb.
-                        why = describe_failure(run, RING_TIMEOUT_S)
-                        r.missing = f"stops at {threads} threads: {why}"
-                        stopped[im.label] = f"stopped at {threads} threads ({why})"
+                    if stops_here(run, r, im.label, threads, stopped, RING_TIMEOUT_S):
                         alive.remove(im)
                         continue
                     if run["rc"] != 0 or rate is None:
@@ -271,11 +281,7 @@ def run_idlemem(sec: S.Section, bins: builder.Binaries, rounds: int, warmup: int
                     if text not in notes.setdefault(impl, []):
                         notes[impl].append(text)
                 rc = run["rc"]
-                if rc in (LIMIT_EXIT, "timeout", SKIP_EXIT) or \
-                        (isinstance(rc, int) and rc < 0 and not r.samples):
-                    why = describe_failure(run, timeout_s)
-                    r.missing = f"stops at {threads} threads: {why}"
-                    stopped[job.label] = f"stopped at {threads} threads ({why})"
+                if stops_here(run, r, job.label, threads, stopped, timeout_s):
                     alive.remove(job)
                     continue
                 res = next((x for x in run["results"] if x.get("bench") == sec.name
@@ -292,6 +298,15 @@ def run_idlemem(sec: S.Section, bins: builder.Binaries, rounds: int, warmup: int
                 log(f"  {res['value']:,.0f} B/thread, {res.get('create_ns', '?')} ns/thread "
                     f"to create, max RSS {(run['max_rss_kib'] or 0) / 1024:.0f} MiB")
     return list(rows.values()), runs
+
+
+def section_meta(sec: S.Section, rounds: int, t0: float, **extra) -> dict:
+    """What the report needs of a section that ran: its texts, floors, the notes the
+    programs printed, its kept rounds and how long it took (since t0)."""
+    return {"title": sec.title, "unit_note": sec.unit_note, "how": sec.how,
+            "pinning": sec.pinning, "better": sec.better, "floors": list(sec.floors),
+            "notes": NOTES.get(sec.name, {}), "rounds": rounds,
+            "seconds": round(time.monotonic() - t0, 1), **sec.meta, **extra}
 
 
 def main() -> int:
@@ -352,10 +367,7 @@ def main() -> int:
         r, x = runner(sec, bins, sec_rounds, args.warmup_rounds, target_ms)
         rows += r
         runs += x
-        meta[sec.name] = {"title": sec.title, "unit_note": sec.unit_note, "how": sec.how,
-                          "pinning": sec.pinning, "better": sec.better, "floors": list(sec.floors),
-                          "notes": NOTES.get(sec.name, {}), "rounds": sec_rounds,
-                          "seconds": round(time.monotonic() - t0, 1), **sec.meta}
+        meta[sec.name] = section_meta(sec, sec_rounds, t0)
         log(f"{sec.name}: {meta[sec.name]['seconds']:.0f} s")
     if "ring" in wanted:
         sizes = S.ring_sizes(full)
@@ -389,11 +401,7 @@ def main() -> int:
                     row.group = row.param
                     rows.append(row)
             runs += [{**x, "section": "scaling"} for x in res["runs"]]
-        meta["scaling"] = {"title": scaling.title, "unit_note": scaling.unit_note,
-                           "how": scaling.how, "pinning": scaling.pinning,
-                           "notes": NOTES.get("scaling", {}), "rounds": rounds,
-                           "seconds": round(time.monotonic() - t0, 1), "http_ks": http_ks,
-                           **scaling.meta}
+        meta["scaling"] = section_meta(scaling, rounds, t0, http_ks=http_ks)
         log(f"scaling: {meta['scaling']['seconds']:.0f} s")
     if "http" in wanted:
         res = http_bench.run_http(build_dir, http_duration, rounds, args.warmup_rounds, None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from benchlib import is_weft
 
+from render import micro
 from render.common import Ctx, cell, colour, detail_median, fmt_qty, minmax_err, noisy, sig3
 
 
@@ -67,11 +68,4 @@ def render(ctx: Ctx, rows: list[dict]) -> list[str]:
     stops = {r["impl"]: r["missing"] for r in rows if r["missing"] and "stops at" in r["missing"]}
     if stops:
         md += ["", "Where implementations stop:"] + [f"- {k}: {v}" for k, v in stops.items()]
-    md += ["", f"Unit: {s['unit_note']}.", "", f"Pinning: {s['pinning']}",
-           "", "c++20-coro: the floor (a stackless coroutine keeps only its frame), shown but "
-               "never counted as the best peer."]
-    notes = s.get("notes") or {}
-    if notes:
-        md += ["", "Printed by the programs:"]
-        md += [f"- {impl}: {t}" for impl, ts in notes.items() for t in ts]
-    return md
+    return md + micro.footer(s)

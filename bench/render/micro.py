@@ -20,10 +20,20 @@ def render(ctx: Ctx, name: str, rows: list[dict], image: str | None = None,
         image = bar_plot(ctx, rows, f"{name}.png", s["title"])
     md = ["", f"## {s['title']}", "", s["how"], "", image]
     md += row_table(rows, s.get("rounds") or ctx.rounds, extra_cols)
-    md += ["", f"Unit: {s['unit_note']}.", "", f"Pinning: {s['pinning']}"]
-    if s.get("floors"):
-        md += ["", f"{', '.join(s['floors'])}: the floor (a bare stack switch, no scheduler), "
-                   "shown but never counted as the best peer."]
+    return md + footer(s)
+
+
+# What each floor is (render/summary.py: never "the best peer").
+FLOOR_WHY = {"boost.context": "a bare stack switch, no scheduler",
+             "c++20-coro": "a stackless coroutine keeps only its frame"}
+
+
+def footer(s: dict) -> list[str]:
+    """A section's closing lines: unit, pinning, its floors, what the programs printed."""
+    md = ["", f"Unit: {s['unit_note']}.", "", f"Pinning: {s['pinning']}"]
+    for f in s.get("floors") or []:
+        md += ["", f"{f}: the floor ({FLOOR_WHY.get(f, 'not a competitor')}), shown but never "
+                   "counted as the best peer."]
     notes = s.get("notes") or {}
     if notes:
         md += ["", "Printed by the programs:"]

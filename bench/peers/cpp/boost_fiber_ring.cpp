@@ -125,9 +125,7 @@ void member(ring_state &st, std::uint64_t k)
 // waits for all `workers` threads), then block the thread's main fiber until
 // main says stop, which leaves the dispatcher running stolen fibers.
 struct helpers {
-    bf::mutex mtx;
-    bf::condition_variable cv;
-    bool stop = false;
+    gate stop;
     std::vector<std::thread> threads;
 
     void start(unsigned workers, fibercfg::algo_kind algo)
@@ -135,18 +133,13 @@ struct helpers {
         for (unsigned w = 1; w < workers; ++w)
             threads.emplace_back([this, workers, algo] {
                 fibercfg::install(algo, workers);
-                std::unique_lock<bf::mutex> lk(mtx);
-                cv.wait(lk, [this] { return stop; });
+                stop.wait();
             });
     }
 
     void finish()
     {
-        {
-            std::lock_guard<bf::mutex> lk(mtx);
-            stop = true;
-        }
-        cv.notify_all();
+        stop.open();
         for (auto &t : threads)
             t.join();
     }
