@@ -140,6 +140,7 @@ struct weft__vcore {
                                         while a blocking callback runs */
     void (*cb)(struct weft_uthread *, void *); /* pending weft_uthread_yield callback */
     void *cb_arg;
+    bool in_cb;                      /* cb runs: its wake-ups are its uthread's (by_uthread) */
     struct weft_uthread *handoff_to; /* direct hand-off: the uthread whose stack the
                                         callback runs on, resumed after it */
     struct weft_uthread *pending;    /* a weft_yield() in vcore context: the yielder,

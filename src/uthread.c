@@ -225,7 +225,9 @@ static void handoff_entry(void *arg)
     if (WEFT__UNLIKELY(!ut->guarded))
         weft__stack_check(ut);
     atomic_store_explicit(&ut->state, WEFT__BLOCKED, memory_order_relaxed);
+    vc->in_cb = true;
     vc->cb(ut, vc->cb_arg);
+    vc->in_cb = false;
     start_on(vc, vc->handoff_to);
     vc->handoff_to = NULL;
 }
@@ -297,7 +299,7 @@ static inline void runnable(struct weft__vcore *vc, struct weft_uthread *t)
                     "is on at most one run queue)", (unsigned long long)t->id, st);
     atomic_store_explicit(&t->state, WEFT__RUNNABLE, memory_order_relaxed);
     t->link.waker = vc->id;
-    t->link.by_uthread = vc->current != NULL;
+    t->link.by_uthread = vc->current != NULL || vc->in_cb;
     weft__crit_enter();
     weft__rt.thread_runnable(t);
     weft__crit_leave();

@@ -526,7 +526,9 @@ void weft__vcore_entry(void *arg)
     struct weft_uthread *ut = weft__vcore_arrive(vc);
     /* Saved: from here on others may touch it, once cb publishes it. */
     atomic_store_explicit(&ut->state, WEFT__BLOCKED, memory_order_relaxed);
+    vc->in_cb = true;
     vc->cb(ut, vc->cb_arg);
+    vc->in_cb = false;
     weft__vcore_loop(vc);
 }
 

@@ -20,7 +20,11 @@
  *     (a poke moves it to a stealable queue): it ran while the waker still
  *     ran. (Under TSan notifications wait for the next decision: there it
  *     only has to run.)
- * 3-5 need two vcores; at one vcore 1 and 2 run.
+ *  6. A uthread spawned by a uthread that then runs on without deciding
+ *     (it starts in its spawner's next slot) is run by the other vcore,
+ *     idle until then: the spawn's kick wakes it and it pokes the child
+ *     loose. It ran while the spawner still ran (the same TSan proviso).
+ * 3-6 need two vcores; at one vcore 1 and 2 run.
  */
 #include "check.h"
 
@@ -229,12 +233,16 @@ static atomic_int hog_running, hog_done, hog_saw, target_ran, target_vcore;
 static atomic_int target_parked;
 
 /* hog() runs on vcore 1 without any scheduling decision until the target
- * has run or `limit` seconds passed; says which came first. With wake set,
- * it first wakes the target (parked, last run on vcore 1) into its next. */
+ * has run or `limit` seconds passed; says which came first. With target
+ * set, it first wakes the target (parked, last run on vcore 1) into its
+ * next; with spawn set, it first spawns the target (into its next). */
 struct hog_arg {
     weft_t target;
     uint64_t limit_ns;
+    bool spawn;
 };
+
+static void *target(void *arg);
 
 static void *hog(void *arg)
 {
@@ -243,6 +251,8 @@ static void *hog(void *arg)
         WAIT_UNTIL(atomic_load(&target_parked), "the target parked");
         weft_unpark(h->target);
     }
+    if (h->spawn)
+        CHECK_RC(weft_spawn(&h->target, NULL, target, (void *)0), 0);
     atomic_store(&hog_running, 1);
     uint64_t end = weft_now_ns() + h->limit_ns;
     volatile uint64_t spin = 0;
@@ -325,6 +335,23 @@ static void check_poke(void)
               "the hog gave up: the spinning vcore did not poke");
 }
 
+static void check_spawn_kick(void)
+{
+    check_phase("6: a child spawned by a uthread that runs on is taken elsewhere");
+    reset_hog();
+    struct hog_arg h = { NULL, MS(TEST_TSAN ? 1000 : SCALE(10000, 30000)), true };
+    weft_t hg = spawn_ex(hog, &h, WEFT_PINNED, 1, "hog");
+    join(hg);
+    join(h.target);
+    CHECK(atomic_load(&target_ran) == 1, "the child never ran");
+    if (!TEST_TSAN) {
+        CHECK(atomic_load(&hog_saw) == 1, "the child spawned into the hog's next ran only after "
+              "the hog gave up: the idle vcore was not kicked, or did not poke");
+        CHECK(atomic_load(&target_vcore) == 0, "the child ran on vcore %d",
+              atomic_load(&target_vcore));
+    }
+}
+
 int main(void)
 {
     check_watchdog(WATCHDOG_SECS);
@@ -335,8 +362,9 @@ int main(void)
         check_locality();
         check_yield_steals();
         check_poke();
+        check_spawn_kick();
     } else {
-        fprintf(stderr, "handoff: one vcore: parts 3-5 need two\n");
+        fprintf(stderr, "handoff: one vcore: parts 3-6 need two\n");
     }
     weft_shutdown();
     fprintf(stderr, "handoff: ok\n");

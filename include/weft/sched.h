@@ -37,8 +37,9 @@ struct weft_sched_link {
     int waker;                   /* runtime, for thread_runnable(): the vcore making t
                                     runnable, -1 from a kernel thread that is not a vcore */
     int by_uthread;              /* runtime, for thread_runnable(): 1 if a uthread running
-                                    on waker made t runnable, 0 from vcore context or
-                                    a blocking callback */
+                                    on waker made t runnable, or its blocking callback
+                                    did (it acts for the uthread that stops); 0 from
+                                    vcore context (alarms, events, the poller) */
 };
 
 /* weft_uthread_link() returns t's scheduler fields. */

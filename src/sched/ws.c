@@ -7,17 +7,21 @@
  * another vcore writes.
  *
  * Where a runnable uthread goes (thread_runnable, thread_paused):
- *  - woken by a uthread running on vcore v: v's `next` slot (the waker's
+ *  - woken by a uthread running on vcore v (or by its blocking callback,
+ *    such as an exiting uthread waking its joiner): v's `next` slot (the waker's
  *    vcore, wherever the uthread ran before: a woken uthread follows its
  *    waker, so communicating uthreads gather on one vcore and their
  *    hand-offs stay local). What it displaces goes to the back of v's
  *    woken ring. No kick: the waker usually blocks next and v runs it at
  *    once; waking another vcore for it would only make that one spin.
- *  - spawned by a uthread on v, or made runnable in vcore context of v
- *    (alarms, the poller, a blocking callback): the back of v's woken ring,
- *    in the order they come (spawns start in spawn order, batches of alarms
- *    and events keep their order), with a kick: an idle vcore may steal
- *    them at once.
+ *  - spawned by a uthread on v: v's `next` slot if it is free (a spawner
+ *    that joins at once hands v to the child), else the back of v's woken
+ *    ring (spawns start in spawn order); with a kick either way: if the
+ *    spawner runs on instead of blocking, the spinner woken steals the
+ *    child, or pokes next loose (below).
+ *  - made runnable in vcore context of v (alarms, events, the poller): the
+ *    back of v's woken ring, in the order they come, with a kick: an idle
+ *    vcore may steal them at once.
  *  - paused (weft_yield, preemption): the back of v's paused ring.
  *  - from a kernel thread that is not a vcore: the injection queue, shared
  *    by all vcores, with a kick.
@@ -55,7 +59,9 @@
  * and stores, never an RMW, and thieves never take it. A uthread could
  * therefore wait there while its vcore runs one uthread for long. A
  * spinning thief that finds nothing else to steal watches such a vcore, and
- * if its decision count has not moved for POKE_ROUNDS of its rounds, asks it
+ * if its decision count has not moved for POKE_LOOKS looks (one every
+ * WATCH_EVERY rounds, so watching does not pull the busy vcore's hot lines
+ * away every round), asks it
  * with weft_vcore_poke() to move `next` to its woken ring (ops->poked, run
  * on that vcore in vcore context, interrupting the long-running uthread):
  * Go's rule that runnext is stolen only in the last pass and after backing
@@ -65,6 +71,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <weft/sched.h>
 
@@ -72,7 +79,9 @@
 #define RING_MASK (RING - 1)
 #define NEXT_CHAIN 16        /* decisions in a row from next (and next + woken) */
 #define INJECT_EVERY 61      /* decisions between looks at the injection queue */
-#define POKE_ROUNDS 64       /* a thief's rounds watching a stuck next before a poke */
+#define WATCH_EVERY 16       /* a thief looks at a victim's next every 16th round */
+#define POKE_LOOKS 4         /* looks at a stuck next (64 rounds) before a poke */
+#define LAST_LOOK_NS 2000    /* a parking vcore's wait to see if a next is stuck */
 #define WS_RAN 1u            /* sched_flags: picked to run before */
 
 typedef struct weft_uthread *_Atomic slot_t;
@@ -108,7 +117,8 @@ struct vq {
     struct list pinned;              /* pinned here and queued here */
     struct spill spill[2];           /* overflow of ring[W], ring[P] */
     int poke_victim;                 /* as a thief: the vcore whose stuck next we watch */
-    unsigned poke_rounds;            /* rounds it has not moved */
+    unsigned watch_tick;             /* steal rounds, to pace the looks at next */
+    unsigned poke_looks;             /* looks that found it not moved */
     uint64_t poke_decisions;         /* its decision count when we started watching */
     /* The owner writes the tails, thieves CAS the heads. */
     _Alignas(64) struct ring ring[2];
@@ -492,7 +502,7 @@ static struct weft_uthread *take_local_ws(int me)
 
 /* watch_next() is a thief looking at victim v, which has nothing stealable
  * but a uthread in next: poke v if its decisions have not moved for
- * POKE_ROUNDS of our looks (it runs one uthread all along). */
+ * POKE_LOOKS of our looks (it runs one uthread all along). */
 static void watch_next(struct vq *q, int v)
 {
     if (q->poke_victim >= 0 && q->poke_victim != v)
@@ -501,13 +511,33 @@ static void watch_next(struct vq *q, int v)
     if (q->poke_victim != v || q->poke_decisions != d) {
         q->poke_victim = v;
         q->poke_decisions = d;
-        q->poke_rounds = 0;
+        q->poke_looks = 0;
         return;
     }
-    if (++q->poke_rounds == POKE_ROUNDS) {
+    if (++q->poke_looks == POKE_LOOKS) {
         weft_vcore_poke(v);
         q->poke_victim = -1;
     }
+}
+
+/* last_look() is a vcore about to park seeing a uthread in victim v's next
+ * while v runs: nobody may watch it once we sleep (a spinner gives up on
+ * its clock, and a spawn's or a wake-up's kick is skipped while one
+ * spins). Wait LAST_LOOK_NS: if v has not decided meanwhile, it is stuck
+ * on one uthread: poke it, and the poked vcore kicks a parked one (perhaps
+ * us) to steal what it queued. If v decided, it runs its next soon. */
+static void last_look(int v)
+{
+    uint64_t d = weft_vcore_decisions(v);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t end = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + LAST_LOOK_NS;
+    do
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+    while ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec < end);
+    if (weft_vcore_decisions(v) == d && atomic_load_explicit(&vqs[v].next, memory_order_relaxed) &&
+        weft_vcore_busy(v))
+        weft_vcore_poke(v);
 }
 
 /* inbox_grab() takes the unpinned uthreads from v's inbox (placed there at
@@ -549,7 +579,11 @@ static struct weft_uthread *steal(int me)
     if (nvq < 2)
         return NULL;
     struct vq *q = &vqs[me];
+    /* next and the decision count are written at every decision of their
+     * owner: a thief that read them every round would take those lines
+     * from a busy vcore all the time. */
     bool parking = weft_vcore_parking();
+    bool look = parking || ++q->watch_tick % WATCH_EVERY == 0;
     int start = (int)(weft_sched_rand() % (unsigned)nvq);
     bool watched = false;
     for (int i = 0; i < nvq; i++) {
@@ -566,13 +600,17 @@ static struct weft_uthread *steal(int me)
             t = inbox_grab(vq, q);
         if (t)
             return t;
-        if (!parking && atomic_load_explicit(&vq->next, memory_order_relaxed) &&
+        if (look && atomic_load_explicit(&vq->next, memory_order_relaxed) &&
             weft_vcore_busy(v)) {
+            if (parking) {
+                last_look(v);
+                continue;
+            }
             watch_next(q, v);
             watched |= q->poke_victim == v;
         }
     }
-    if (!watched)
+    if (look && !watched)
         q->poke_victim = -1;
     return NULL;
 }
@@ -629,16 +667,32 @@ static __attribute__((noinline)) void runnable_slow(struct weft_uthread *t)
         list_push(&q->pinned, t);
         return;
     }
-    if (!l->by_uthread || !(l->sched_flags & WS_RAN)) {
-        /* Vcore context (keep the order things come in), or a spawn (FIFO,
-         * and stealable at once: the spawner may go on running). */
+    if (!l->by_uthread) {
+        /* Vcore context: keep the order things come in (alarms, events). */
         q_push(q, W, t);
         if (!solo)
             weft_vcore_kick_local();
         return;
     }
-    /* Woken by a uthread running here, having run elsewhere before. */
     struct weft_uthread *old = atomic_load_explicit(&q->next, memory_order_relaxed);
+    if (!(l->sched_flags & WS_RAN)) {
+        /* Spawned by a uthread running here: next if it is free, so a
+         * spawner that blocks at once (spawn, then join) hands its vcore to
+         * the child with no other vcore involved; else the back of the
+         * woken ring, so spawns start in spawn order. A kick either way: if
+         * the spawner runs on, the spinner it wakes steals the child, or
+         * pokes next loose (Go's wakep() in newproc). WS_RAN from here on:
+         * next is never stolen, so the child is ours until it runs. */
+        l->sched_flags |= WS_RAN;
+        if (old)
+            q_push(q, W, t);
+        else
+            atomic_store_explicit(&q->next, t, memory_order_relaxed);
+        if (!solo)
+            weft_vcore_kick_local();
+        return;
+    }
+    /* Woken by a uthread running here, having run elsewhere before. */
     atomic_store_explicit(&q->next, t, memory_order_relaxed);
     if (old) {
         queue_here(q, old, false);
@@ -684,6 +738,8 @@ static void poked_ws(void)
     if (t) {
         atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
         queue_here(q, t, false);
+        if (!solo)
+            weft_vcore_kick_local(); /* the poker may have parked since */
     }
 }
 
@@ -705,7 +761,8 @@ static int init_ws(int nvcores)
         q->pin_turn = false;
         q->pinned = (struct list){ NULL, NULL };
         q->poke_victim = -1;
-        q->poke_rounds = 0;
+        q->watch_tick = 0;
+        q->poke_looks = 0;
         q->poke_decisions = 0;
         for (int c = W; c <= P; c++) {
             atomic_init(&q->ring[c].head, 0);
