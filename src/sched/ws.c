@@ -520,24 +520,43 @@ static void watch_next(struct vq *q, int v)
     }
 }
 
-/* last_look() is a vcore about to park seeing a uthread in victim v's next
- * while v runs: nobody may watch it once we sleep (a spinner gives up on
- * its clock, and a spawn's or a wake-up's kick is skipped while one
- * spins). Wait LAST_LOOK_NS: if v has not decided meanwhile, it is stuck
- * on one uthread: poke it, and the poked vcore kicks a parked one (perhaps
- * us) to steal what it queued. If v decided, it runs its next soon. */
-static void last_look(int v)
+static uint64_t mono_ns(void)
 {
-    uint64_t d = weft_vcore_decisions(v);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t end = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + LAST_LOOK_NS;
-    do
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-    while ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec < end);
-    if (weft_vcore_decisions(v) == d && atomic_load_explicit(&vqs[v].next, memory_order_relaxed) &&
-        weft_vcore_busy(v))
-        weft_vcore_poke(v);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* last_looks() is a vcore about to park (steal() found nothing, from
+ * `start` on): a uthread in a busy vcore's next may have nobody to watch
+ * it once we sleep (a spinner gives up on its clock, and a spawn's or a
+ * wake-up's kick is skipped while one spins). Note the decision counts of
+ * up to LAST_LOOKS such vcores, wait LAST_LOOK_NS once, and poke those
+ * that have not decided meanwhile: they are stuck on one uthread, and the
+ * poked vcore kicks a parked one (perhaps us) to steal what it queued. A
+ * vcore that decided runs its next soon. */
+#define LAST_LOOKS 16
+static void last_looks(int me, int start)
+{
+    int ids[LAST_LOOKS];
+    uint64_t seen[LAST_LOOKS];
+    int n = 0;
+    for (int i = 0; i < nvq && n < LAST_LOOKS; i++) {
+        int v = start + i < nvq ? start + i : start + i - nvq;
+        if (v != me && atomic_load_explicit(&vqs[v].next, memory_order_relaxed) && weft_vcore_busy(v)) {
+            ids[n] = v;
+            seen[n++] = weft_vcore_decisions(v);
+        }
+    }
+    if (!n)
+        return;
+    uint64_t end = mono_ns() + LAST_LOOK_NS;
+    while (mono_ns() < end)
+        ;
+    for (int i = 0; i < n; i++)
+        if (weft_vcore_decisions(ids[i]) == seen[i] &&
+            atomic_load_explicit(&vqs[ids[i]].next, memory_order_relaxed) && weft_vcore_busy(ids[i]))
+            weft_vcore_poke(ids[i]);
 }
 
 /* inbox_grab() takes the unpinned uthreads from v's inbox (placed there at
@@ -583,7 +602,7 @@ static struct weft_uthread *steal(int me)
      * owner: a thief that read them every round would take those lines
      * from a busy vcore all the time. */
     bool parking = weft_vcore_parking();
-    bool look = parking || ++q->watch_tick % WATCH_EVERY == 0;
+    bool look = !parking && ++q->watch_tick % WATCH_EVERY == 0; /* parking: last_looks() */
     int start = (int)(weft_sched_rand() % (unsigned)nvq);
     bool watched = false;
     for (int i = 0; i < nvq; i++) {
@@ -602,15 +621,13 @@ static struct weft_uthread *steal(int me)
             return t;
         if (look && atomic_load_explicit(&vq->next, memory_order_relaxed) &&
             weft_vcore_busy(v)) {
-            if (parking) {
-                last_look(v);
-                continue;
-            }
             watch_next(q, v);
             watched |= q->poke_victim == v;
         }
     }
-    if (look && !watched)
+    if (parking)
+        last_looks(me, start);
+    else if (look && !watched)
         q->poke_victim = -1;
     return NULL;
 }
