@@ -154,6 +154,8 @@ struct weft__vcore {
                                         saved from and restored to it by vcore context */
     uint64_t spin_until;             /* end of the current spin, ns */
     unsigned spin_rounds;            /* idle rounds, to pace clock reads */
+    uint64_t look_nrun;              /* nrun when the current idle moment began */
+    unsigned look_rounds;            /* its rounds looking before counting as spinning */
     uint32_t rand;                   /* weft_sched_rand() state */
     char *stack_lo;                  /* vcore-context stack */
     size_t stack_size;

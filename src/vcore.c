@@ -53,9 +53,11 @@
  *
  * Idle vcores: spinning and parking
  * ---------------------------------
- * A vcore with nothing to run first *spins*: it keeps calling sched_entry
- * (which steals) until weft__spin_ns have passed, then *parks* on its futex
- * park_word. At most half of the vcores that are not parked spin that long
+ * A vcore with nothing to run first *looks*: LOOK_ROUNDS rounds of
+ * sched_entry (which steals) while it still counts as busy, so the short
+ * idle moments of a vcore that waits for another's reply touch no
+ * run-wide counter. Then it *spins*: it keeps calling sched_entry until
+ * weft__spin_ns have passed, then *parks* on its futex park_word. At most half of the vcores that are not parked spin that long
  * (Go's rule: idle vcores must not crowd the busy ones' queues); one over
  * it spins a tenth as long, and one with pinned uthreads (their work comes
  * back to it only) the full time. Two counters keep wake-ups cheap and
@@ -124,6 +126,7 @@
 
 struct weft__runtime weft__rt = { .timer_sleeper = -1 };
 uint64_t weft__spin_ns = 50000;
+#define LOOK_ROUNDS 16 /* idle rounds a busy vcore looks for work before it counts as spinning */
 
 /* initial-exec: a plain %fs/tpidr load, no __tls_get_addr (also in the SIGSEGV handler). */
 __thread struct weft__vcore *weft__tls_vc __attribute__((tls_model("initial-exec")));
@@ -865,6 +868,24 @@ static WEFT__NOINLINE void vcore_idle(struct weft__vcore *vc)
     }
     bool io = atomic_load_explicit(&weft__io_nwaiting, memory_order_relaxed) > 0;
     if (idle_of(vc) == WEFT__BUSY) {
+        /* First look, uncounted, for LOOK_ROUNDS rounds: most idle moments
+         * of a busy vcore are a wait for a reply from another vcore, shorter
+         * than that, and counting them (nspinning up, then down, and the
+         * last spinner's kick) would put two run-wide RMWs and a fence on
+         * every cross-vcore hand-off. A kicker that misses a vcore looking
+         * may wake a parked one needlessly, never too few: the looker still
+         * runs sched_entry, and it parks only through the counted spin. */
+        uint64_t nrun = atomic_load_explicit(&vc->nrun, memory_order_relaxed);
+        if (nrun != vc->look_nrun) { /* a new idle moment */
+            vc->look_nrun = nrun;
+            vc->look_rounds = 0;
+            if (io)
+                weft__io_poll(0); /* the work we ran out of may be waiting on I/O */
+        }
+        if (vc->look_rounds++ < LOOK_ROUNDS) {
+            weft__cpu_relax();
+            return;
+        }
         /* Go's rule: at most half of the vcores that are not parked spin
          * the full WEFT_SPIN_NS, so idle vcores do not crowd the busy ones'
          * queues. One over that spins a tenth of it, short enough that a
@@ -879,8 +900,6 @@ static WEFT__NOINLINE void vcore_idle(struct weft__vcore *vc)
         atomic_fetch_add(&weft__rt.nspinning, 1);
         weft__stat_add(&vc->st.shared_rmw, 1);
         vc->spin_until = weft__now_ns() + (full ? weft__spin_ns : weft__spin_ns / 10);
-        if (io)
-            weft__io_poll(0); /* the work we ran out of may be waiting on I/O */
         return;
     }
     /* Look at the clock (and the poller) only every 32 rounds: in a VM a

@@ -10,6 +10,9 @@
  * A does the timing. B counts its replies in `replies`; A checks after every
  * round trip that exactly one more reply arrived, so a park that returns
  * without an unpark, or a lost wake-up, fails the run instead of timing it.
+ * After the park variants a NOTE gives, per round trip over the whole
+ * measurement (warm-up included), the run-wide atomic RMWs, kicks and parks
+ * the vcores counted (weft_stats()).
  *
  * Peers: bench/peers/kernel/pingpong.c (futex and pipe between kernel threads
  * pinned to CPUs 0 and 1, and both on CPU 0).
@@ -18,6 +21,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <weft/event.h>
 #include <weft/weft.h>
 #include <weft/sched.h>
 
@@ -79,12 +83,29 @@ static uint64_t run_park(void *unused, uint64_t n)
     return bench_now_ns() - t0;
 }
 
+/* stats_sum() adds up every vcore's counters. */
+static struct weft_vcore_stats stats_sum(void)
+{
+    struct weft_vcore_stats sum = { 0 }, st;
+    for (int v = 0; v < weft_num_vcores(); v++) {
+        bench_check_rc(weft_stats(v, &st));
+        sum.shared_rmw += st.shared_rmw;
+        sum.kicks += st.kicks;
+        sum.parks += st.parks;
+    }
+    return sum;
+}
+
 static void *park_a(void *unused)
 {
     (void)unused;
     check_vcore(0, "A");
     atomic_store(&pp.a, weft_self());
+    struct weft_vcore_stats st0 = stats_sum();
+    uint64_t r0 = atomic_load(&pp.replies);
     struct bench_sample s = bench_measure(run_park, NULL, 1000, 1u << 28);
+    struct weft_vcore_stats st1 = stats_sum();
+    double trips = (double)(atomic_load(&pp.replies) - r0);
     check_vcore(0, "A");
     atomic_store(&pp.stop, 1);
     bench_check_rc(weft_unpark(pp.b));
@@ -95,6 +116,10 @@ static void *park_a(void *unused)
         snprintf(param, sizeof param, "vcores=%d", weft_num_vcores());
     bench_result("pingpong", pinned ? "weft-park" : "weft-park-free", param,
                  (double)s.ns / (double)s.iters, "ns/roundtrip");
+    bench_note(pinned ? "weft-park" : "weft-park-free",
+               "per round trip: shared_rmw=%.2f kicks=%.4f parks=%.4f",
+               (double)(st1.shared_rmw - st0.shared_rmw) / trips,
+               (double)(st1.kicks - st0.kicks) / trips, (double)(st1.parks - st0.parks) / trips);
     return NULL;
 }
 
