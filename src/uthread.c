@@ -299,7 +299,7 @@ static inline void runnable(struct weft__vcore *vc, struct weft_uthread *t)
                     "is on at most one run queue)", (unsigned long long)t->id, st);
     atomic_store_explicit(&t->state, WEFT__RUNNABLE, memory_order_relaxed);
     t->link.waker = vc->id;
-    t->link.by_uthread = vc->current != NULL || vc->in_cb;
+    t->link.by_uthread = (vc->current != NULL) | (vc->in_cb << 1); /* current is NULL in cb */
     weft__crit_enter();
     weft__rt.thread_runnable(t);
     weft__crit_leave();

@@ -37,9 +37,10 @@ struct weft_sched_link {
     int waker;                   /* runtime, for thread_runnable(): the vcore making t
                                     runnable, -1 from a kernel thread that is not a vcore */
     int by_uthread;              /* runtime, for thread_runnable(): 1 if a uthread running
-                                    on waker made t runnable, or its blocking callback
-                                    did (it acts for the uthread that stops); 0 from
-                                    vcore context (alarms, events, the poller) */
+                                    on waker made t runnable, 2 if its blocking callback
+                                    did (acting for the uthread that stops: an exit
+                                    waking its joiner), 0 from vcore context (alarms,
+                                    events, the poller) */
 };
 
 /* weft_uthread_link() returns t's scheduler fields. */

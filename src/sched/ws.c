@@ -8,7 +8,8 @@
  *
  * Where a runnable uthread goes (thread_runnable, thread_paused):
  *  - woken by a uthread running on vcore v (or by its blocking callback,
- *    such as an exiting uthread waking its joiner): v's `next` slot (the waker's
+ *    such as an exiting uthread waking its joiner, when nothing else is
+ *    queued on v; else the back of v's woken ring): v's `next` slot (the waker's
  *    vcore, wherever the uthread ran before: a woken uthread follows its
  *    waker, so communicating uthreads gather on one vcore and their
  *    hand-offs stay local). What it displaces goes to the back of v's
@@ -709,7 +710,19 @@ static __attribute__((noinline)) void runnable_slow(struct weft_uthread *t)
             weft_vcore_kick_local();
         return;
     }
-    /* Woken by a uthread running here, having run elsewhere before. */
+    if (l->by_uthread == 2 &&
+        (old || ring_len(&q->ring[W]) || q->spill[W].n)) {
+        /* By a blocking callback (an exit waking its joiner) with other
+         * work queued here: behind it, as from vcore context (a joiner of
+         * many children finds the rest done when it runs). */
+        q_push(q, W, t);
+        if (!solo)
+            weft_vcore_kick_local();
+        return;
+    }
+    /* Woken by a uthread running here (or by its blocking callback with
+     * nothing else queued here: not stealable meanwhile), having run
+     * elsewhere before. */
     atomic_store_explicit(&q->next, t, memory_order_relaxed);
     if (old) {
         queue_here(q, old, false);
@@ -723,7 +736,7 @@ static void thread_runnable_ws(struct weft_uthread *t)
     struct weft_sched_link *l = L(t);
     /* The common case: woken by a uthread running on the vcore it last ran
      * on, not pinned: next, with no kick (see the top of this file). */
-    if (__builtin_expect(l->vcore == l->waker && l->by_uthread &&
+    if (__builtin_expect(l->vcore == l->waker && l->by_uthread == 1 &&
                          (l->sched_flags & WS_RAN) && !(l->flags & WEFT_PINNED), 1)) {
         struct vq *q = &vqs[l->waker];
         struct weft_uthread *old = atomic_load_explicit(&q->next, memory_order_relaxed);
