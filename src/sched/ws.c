@@ -82,7 +82,7 @@
 #define INJECT_EVERY 61      /* decisions between looks at the injection queue */
 #define WATCH_EVERY 16       /* a thief looks at a victim's next every 16th round */
 #define POKE_LOOKS 4         /* looks at a stuck next (64 rounds) before a poke */
-#define LAST_LOOK_NS 2000    /* a parking vcore's wait to see if a next is stuck */
+#define LAST_LOOK_NS 20000   /* a parking vcore's wait to see if a next is stuck */
 #define WS_RAN 1u            /* sched_flags: picked to run before */
 
 typedef struct weft_uthread *_Atomic slot_t;
