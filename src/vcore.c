@@ -57,7 +57,8 @@
  * sched_entry (which steals) while it still counts as busy, so the short
  * idle moments of a vcore that waits for another's reply touch no
  * run-wide counter. Then it *spins*: it keeps calling sched_entry until
- * weft__spin_ns have passed, then *parks* on its futex park_word. At most half of the vcores that are not parked spin that long
+ * weft__spin_ns have passed, then *parks* on its futex park_word. At
+ * most half of the vcores that are not parked spin that long
  * (Go's rule: idle vcores must not crowd the busy ones' queues); one over
  * it spins a tenth as long, and one with pinned uthreads (their work comes
  * back to it only) the full time. Two counters keep wake-ups cheap and
