@@ -139,6 +139,7 @@ static bool heap_room(struct weft__heap *h)
  * out the short ARMING. */
 static int arm(struct weft_alarm *a, int from)
 {
+    weft__sc_check(a, "an armed alarm");
     if (!atomic_compare_exchange_strong_explicit(STATE(a), &from, A_ARMING, memory_order_acq_rel,
                                                  memory_order_relaxed))
         return EBUSY;
@@ -444,25 +445,21 @@ bool weft_alarm_reset_abs(struct weft_alarm *a, uint64_t deadline)
 
 /* ---- sleeping ----------------------------------------------------------------- */
 
-struct sleeper {
-    struct weft_alarm al;
-    struct weft_uthread *ut;
-    int err;                         /* ENOMEM: the alarm could not be armed */
-};
-
+/* A sleep's record is its uthread's wait record (rec: tm, ut, err), never
+ * on its stack. */
 static void sleep_fire(struct weft_alarm *al)
 {
-    weft_uthread_runnable(WEFT__CONTAINER(al, struct sleeper, al)->ut);
+    weft_uthread_runnable(WEFT__CONTAINER(al, struct weft__wait_rec, tm)->ut);
 }
 
 static void sleep_cb(struct weft_uthread *ut, void *arg)
 {
-    struct sleeper *s = arg;
+    struct weft__wait_rec *s = arg;
     s->ut = ut;
     weft_uthread_blocked(ut, WEFT_BLOCK_SLEEP);
     /* Once armed, the alarm may fire and the sleeper return at once: touch
      * nothing of s after a successful arm. */
-    int e = weft__alarm_arm(&s->al);
+    int e = weft__alarm_arm(&s->tm);
     if (WEFT__UNLIKELY(e)) { /* no timer: do not sleep for ever */
         s->err = e;
         weft_uthread_runnable(ut);
@@ -484,13 +481,13 @@ int weft_sleep_until_ns(uint64_t deadline)
         return 0;
     if (WEFT__UNLIKELY(weft__refused_here()))
         return EDEADLK; /* a signal handler that interrupted weft */
-    struct sleeper s;
-    weft_alarm_init(&s.al, sleep_fire);
-    s.al.deadline = deadline;
-    s.err = 0;
-    weft_uthread_yield(sleep_cb, &s);
-    weft_alarm_stop(&s.al); /* waits until sleep_fire has returned */
-    return s.err;
+    struct weft__wait_rec *s = &ut->rec;
+    weft_alarm_init(&s->tm, sleep_fire);
+    s->tm.deadline = deadline;
+    s->err = 0;
+    weft_uthread_yield(sleep_cb, s);
+    weft_alarm_stop(&s->tm); /* waits until sleep_fire has returned */
+    return s->err;
 }
 
 int weft_sleep_ns(uint64_t ns)

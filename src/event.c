@@ -397,6 +397,9 @@ int weft_stats(int vcore, struct weft_vcore_stats *out)
         .kicks = atomic_load_explicit(&vc->st.kicks, memory_order_relaxed),
         .parks = atomic_load_explicit(&vc->st.parks, memory_order_relaxed),
         .shared_rmw = atomic_load_explicit(&vc->st.shared_rmw, memory_order_relaxed),
+        .stack_copies = atomic_load_explicit(&vc->st.sc_copies, memory_order_relaxed),
+        .stack_copy_bytes = atomic_load_explicit(&vc->st.sc_bytes, memory_order_relaxed),
+        .stack_forwards = atomic_load_explicit(&vc->st.sc_forwards, memory_order_relaxed),
     };
     if (outside)
         weft__outside_leave();

@@ -22,6 +22,7 @@
 #include "arch/ctx.h"
 #include "san.h"
 #include "spin.h"
+#include "stackcopy.h"
 
 #define WEFT__CACHELINE 64
 #define WEFT__LIKELY(x)   __builtin_expect(!!(x), 1)
@@ -61,16 +62,51 @@ enum weft__ustate {
 /* Park states of weft_park()/weft_unpark(). */
 enum { WEFT__PARK_NONE = 0, WEFT__PARK_TOKEN = 1, WEFT__PARK_PARKED = 2 };
 
-/* A uthread lives at the top of its own stack mapping (see stack.c). The
- * fields a switch touches come first, in one cache line: link, ctx, state,
- * err, park, guarded. */
+/* A blocked uthread or kernel thread, queued on a weft__waitq (sync/wait.c).
+ * A uthread's is its own `wait` (never on its stack: see the uthread); a
+ * kernel thread's lives on its stack for the duration of the wait. */
+struct weft__waiter {
+    struct weft__waiter *next, *prev; /* guarded by the queue's lock */
+    struct weft_uthread *ut;          /* the uthread, or NULL for a kernel thread */
+    uint32_t word;                    /* atomic futex word of a kernel thread: 1 = woken */
+    int status;                       /* WEFT__WAITING, then 0 or an errno; guarded by the lock */
+    uintptr_t data;                   /* the primitive's own (futex address, rwlock side) */
+};
+
+/* What a blocking call hands its yield callback and its timer, for the
+ * length of one wait: weft__wait()'s deadline (sync/wait.c) or a sleep
+ * (alarm.c). */
+struct weft__wait_rec {
+    struct weft_alarm tm;            /* the deadline, or the sleep's wake-up */
+    uint32_t *lock;                  /* weft__wait: the queue's lock, released by the callback */
+    struct weft__waitq *q;           /* weft__wait: the queue, or NULL */
+    struct weft__waiter *w;          /* weft__wait: the waiter */
+    struct weft_uthread *ut;         /* sleep: the sleeper */
+    int why;                         /* weft__wait: enum weft_block_why */
+    int err;                         /* sleep: ENOMEM when the alarm could not be armed */
+};
+
+/* A uthread. An ordinary one lives at the top of its own stack mapping (see
+ * stack.c); a stack-copy one (WEFT_STACK_COPY) in a pool, running on a
+ * vcore's run stack and copied out to a buffer while switched out
+ * (stackcopy.c). The fields a switch touches come first, in one cache line:
+ * link, ctx, state, err, park, guarded, copy.
+ *
+ * Nothing that others reach while a uthread is switched out may be on its
+ * stack: a stack-copy uthread's stack is somebody else's then. Its waiter
+ * and its wait record are here (wait, rec), one wait at a time. */
 struct weft_uthread {
     struct weft_sched_link link;     /* MUST be first: <weft/sched.h> */
     struct weft__ctx ctx;            /* saved context; valid unless RUNNING */
     _Atomic int state;               /* enum weft__ustate; transitions documented in uthread.c */
     int err;                         /* errno while switched out; owner only */
     _Atomic int park;                /* WEFT__PARK_*; lock-free */
-    bool guarded;                    /* PROT_NONE page below stack_lo; else canary */
+    bool guarded;                    /* PROT_NONE page below stack_lo; else canary, or copy */
+    bool copy;                       /* stack-copy: runs on a run stack; fixed at spawn */
+    uint8_t copy_flags;              /* WEFT__SC_*; the vcore running or switching it */
+    uint32_t copy_len;               /* stack-copy: bytes in copy_buf */
+    void *copy_buf;                  /* stack-copy: its stack while switched out, or NULL */
+    struct weft__runstack *rs;       /* stack-copy: its run stack, NULL until it first runs */
     /* notifications (event.c): written by the uthread itself, read by the
      * notification handler on the same kernel thread (signal fences) */
     bool notif_pinned;               /* WEFT_PINNED was added by weft_notifs_disable() */
@@ -94,6 +130,8 @@ struct weft_uthread {
     struct weft_uthread *sig_next;   /* a vcore's deferred unparks (event.c); owned by the
                                         unparker that won the park word, then the vcore */
     struct weft__san san;            /* sanitizer state; switch paths only */
+    struct weft__waiter wait;        /* its waiter (sync/wait.c); one wait at a time */
+    struct weft__wait_rec rec;       /* its wait record (weft__wait, sleep) */
     char name[32];                   /* fixed at spawn; "" = none */
 };
 
@@ -145,6 +183,10 @@ struct weft__vcore {
                                         callback runs on, resumed after it */
     struct weft_uthread *pending;    /* a weft_yield() in vcore context: the yielder,
                                         handed to thread_paused if another runs */
+    struct weft_uthread *copy_next;  /* a local successor that is a stack-copy uthread:
+                                        run from vcore context once the one that
+                                        switched out is done with (weft__vcore_next) */
+    struct weft__sc_vcore sc;        /* stack copying (stackcopy.h) */
     unsigned lone_yields;            /* yields that found nothing local, to pace steals */
     uint64_t id_next, id_end;        /* a block of uthread ids for spawns here */
     _Atomic int npinned;             /* live uthreads spawned WEFT_PINNED to this vcore:
@@ -193,6 +235,7 @@ struct weft__vcore {
         _Atomic uint64_t notifs, events, taken, deferred, longest;
         _Atomic uint64_t vcruns, kicks, parks, shared_rmw; /* vcruns: decisions
                                         not made by a direct hand-off */
+        _Atomic uint64_t sc_copies, sc_bytes, sc_forwards; /* stackcopy.c */
     } st;
     _Alignas(WEFT__CACHELINE) _Atomic uint64_t ev_bits; /* pending events: bit t = type t
                                         (weft's own; WEFT__EV_SIGQ: sigq holds some) */
@@ -393,6 +436,10 @@ extern uint64_t weft__spin_ns;
 
 /* weft__vcore_loop(): vcore context's scheduling loop (vcore.c). */
 _Noreturn void weft__vcore_loop(struct weft__vcore *vc);
+/* weft__vcore_restart(): the same, begun again at the top of the vcore
+ * stack, for vcore context deep in a call chain that cannot return (a
+ * uthread it was about to run went elsewhere: stackcopy.c). */
+_Noreturn void weft__vcore_restart(struct weft__vcore *vc);
 
 /* weft__shutdown_waiting(on): weft_shutdown() waits for rt.live to reach 0. */
 void weft__shutdown_waiting(bool on);
@@ -400,6 +447,10 @@ void weft__shutdown_waiting(bool on);
 /* weft__vcore_entry(vc): the top of vcore context after
  * weft_uthread_yield(): runs vc->cb on the uthread that switched out. */
 void weft__vcore_entry(void *vc);
+
+/* weft__vcore_next(): vcore context goes on with vc->copy_next if a switch
+ * chose that stack-copy successor (uthread.c), else schedules. */
+_Noreturn void weft__vcore_next(struct weft__vcore *vc);
 
 /* weft__vcore_busy(): the vcore is about to run a uthread (leaves idle state). */
 void weft__vcore_became_busy(struct weft__vcore *vc);
@@ -442,7 +493,10 @@ void weft__vcore_chores(struct weft__vcore *vc);
 /* weft__vcore_wake_for_timer(deadline): a timer due at deadline was added. */
 void weft__vcore_wake_for_timer(uint64_t deadline);
 
-void weft__stack_check(struct weft_uthread *t);
+/* weft__stack_leave() is what a switch does, after the save, for a uthread
+ * without a guard page: its canary is checked (aborting with the overflow
+ * message if gone), or, stack-copy, its stack is copied out (stackcopy.c). */
+void weft__stack_leave(struct weft__vcore *vc, struct weft_uthread *t);
 
 /* weft__vcore_arrive() is the first step on the vcore stack after a uthread
  * switched out: completes the switch and returns the uthread, now saved. */
@@ -452,7 +506,7 @@ static inline struct weft_uthread *weft__vcore_arrive(struct weft__vcore *vc)
     struct weft_uthread *ut = vc->current;
     vc->current = NULL;
     if (WEFT__UNLIKELY(!ut->guarded))
-        weft__stack_check(ut);
+        weft__stack_leave(vc, ut);
     return ut;
 }
 
@@ -517,8 +571,6 @@ void weft__stack_vcore_fini(struct weft__vcore *vc);
 struct weft_uthread *weft__uthread_alloc(size_t size);
 /* weft__uthread_free() returns t's memory to a cache or to the kernel. */
 void weft__uthread_free(struct weft_uthread *t);
-/* weft__stack_check() aborts with the overflow message if t's canary is gone
- * (declared above). */
 size_t weft__stack_round(size_t size);
 extern size_t weft__page_size;
 
@@ -526,17 +578,20 @@ extern size_t weft__page_size;
 
 #define WEFT__WAITING (-1)
 
-/* A blocked uthread or kernel thread, queued on a weft__waitq. Lives on the
- * waiter's stack for the duration of the wait. */
-struct weft__waiter {
-    struct weft__waiter *next, *prev; /* guarded by the queue's lock */
-    struct weft_uthread *ut;          /* the uthread, or NULL for a kernel thread */
-    uint32_t word;                    /* atomic futex word of a kernel thread: 1 = woken */
-    int status;                       /* WEFT__WAITING, then 0 or an errno; guarded by the lock */
-    uintptr_t data;                   /* the primitive's own (futex address, rwlock side) */
-};
+/* struct weft__waiter is defined with the uthread, which embeds one. */
 
 void weft__waiter_init(struct weft__waiter *w);
+/* weft__waiter_mine() is the caller's waiter, initialised: its uthread's own
+ * (never one on its stack: see struct weft_uthread), or local, on a kernel
+ * thread's stack. Call it before anything that may switch. */
+static inline struct weft__waiter *weft__waiter_mine(struct weft__waiter *local)
+{
+    struct weft__vcore *vc = weft__vc_at_entry();
+    struct weft_uthread *ut = vc ? vc->current : NULL;
+    struct weft__waiter *w = ut ? &ut->wait : local;
+    weft__waiter_init(w);
+    return w;
+}
 void weft__waitq_push(struct weft__waitq *q, struct weft__waiter *w);
 void weft__waitq_remove(struct weft__waitq *q, struct weft__waiter *w);
 /* weft__waitq_pop() unlinks the oldest waiter (status set to 0) or returns NULL. */

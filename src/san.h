@@ -92,7 +92,7 @@ static inline void weft__san_stack_new(struct weft__san *s, void *lo, size_t siz
     s->tsan_fiber = __tsan_create_fiber(0);
 #endif
 #ifdef WEFT_VALGRIND
-    s->vg_id = VALGRIND_STACK_REGISTER(lo, (char *)lo + size);
+    s->vg_id = lo ? VALGRIND_STACK_REGISTER(lo, (char *)lo + size) : 0; /* NULL: stack-copy */
 #endif
     (void)s; (void)lo; (void)size;
 }
@@ -105,7 +105,9 @@ static inline void weft__san_stack_free(struct weft__san *s)
     s->tsan_fiber = NULL;
 #endif
 #ifdef WEFT_VALGRIND
-    VALGRIND_STACK_DEREGISTER(s->vg_id);
+    if (s->vg_id)
+        VALGRIND_STACK_DEREGISTER(s->vg_id);
+    s->vg_id = 0;
 #endif
     (void)s;
 }
@@ -145,6 +147,29 @@ static inline void weft__san_vcore_left(struct weft__san *vcore)
     vcore->tsan_entries = 0;
     void *old = vcore->tsan_fiber;
     vcore->tsan_fiber = __tsan_create_fiber(0);
+    if (old != vcore->tsan_thread)
+        __tsan_destroy_fiber(old);
+#endif
+    (void)vcore;
+}
+
+/* weft__san_vcore_restart() is called by vcore context right before it
+ * jumps back to the top of its own stack, abandoning the frames below:
+ * ASan forgets their poisoned redzones (as at a longjmp); TSan gets a fresh
+ * fiber, whose shadow call stack does not hold the abandoned frames. */
+#ifdef WEFT_ASAN
+void __asan_handle_no_return(void);
+#endif
+static inline void weft__san_vcore_restart(struct weft__san *vcore)
+{
+#ifdef WEFT_ASAN
+    __asan_handle_no_return();
+#endif
+#ifdef WEFT_TSAN
+    void *old = vcore->tsan_fiber;
+    vcore->tsan_fiber = __tsan_create_fiber(0);
+    vcore->tsan_entries = 0;
+    __tsan_switch_to_fiber(vcore->tsan_fiber, 0);
     if (old != vcore->tsan_thread)
         __tsan_destroy_fiber(old);
 #endif

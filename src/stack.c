@@ -154,11 +154,13 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
         struct weft_uthread *t = vc->current;
         if (!t)
             t = vc->handoff_to; /* a blocking callback on the next one's stack */
+        if (t && t->copy && t->rs && addr >= t->map && addr < t->stack_lo)
+            overflow_report(t, " (the run stack of stack-copy uthreads)");
         if (t && t->guarded && addr >= t->map && addr < t->stack_lo)
             overflow_report(t, "");
         if (t && signal_frame_overflow(t, si, uc))
             overflow_report(t, " (a signal frame did not fit below the stack pointer)");
-        if (t && !t->guarded && canary_overflow(t, uc))
+        if (t && !t->guarded && !t->copy && canary_overflow(t, uc))
             overflow_report(t, " (it had no guard page: memory below it may be corrupt)");
         if (!t && addr >= vc->stack_lo - weft__page_size && addr < vc->stack_lo) {
             static const char msg[] = "weft: vcore context overflowed its stack\n";
@@ -182,8 +184,12 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
     pthread_sigmask(SIG_SETMASK, &saved, NULL);
 }
 
-void weft__stack_check(struct weft_uthread *t)
+void weft__stack_leave(struct weft__vcore *vc, struct weft_uthread *t)
 {
+    if (t->copy) {
+        weft__sc_leave(vc, t);
+        return;
+    }
     const uint64_t *c = (const uint64_t *)(void *)t->stack_lo;
     for (int i = 0; i < CANARY_WORDS; i++)
         if (c[i] != CANARY)
@@ -380,6 +386,10 @@ struct weft_uthread *weft__uthread_alloc(size_t size)
 void weft__uthread_free(struct weft_uthread *t)
 {
     atomic_store_explicit(&t->state, WEFT__FREE, memory_order_relaxed);
+    if (t->copy) {
+        weft__sc_uthread_free(t);
+        return;
+    }
     bool running = atomic_load_explicit(&weft__rt.state, memory_order_relaxed) == WEFT__RUNNING_RT;
     if (running && t->asked_size == weft__rt.stack_size) {
         struct weft__vcore *vc = weft__vc();

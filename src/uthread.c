@@ -126,6 +126,8 @@ static inline void start_on(struct weft__vcore *vc, struct weft_uthread *t)
 /* run_on() is weft_run_uthread() for a caller that knows its vcore. A
  * uthread of an unfinished weft_yield() (vc->pending) goes to the
  * scheduler first. */
+static void uthread_start(void *arg);
+
 static _Noreturn void run_on(struct weft__vcore *vc, struct weft_uthread *t)
 {
     weft__vcore_busy(vc);
@@ -133,6 +135,12 @@ static _Noreturn void run_on(struct weft__vcore *vc, struct weft_uthread *t)
         struct weft_uthread *p = vc->pending;
         vc->pending = NULL;
         weft__rt.ops->thread_paused(p);
+    }
+    if (WEFT__UNLIKELY(t->copy)) {
+        if (!weft__sc_enter(vc, t, uthread_start))
+            weft__vcore_restart(vc); /* its run stack is busy elsewhere: t went there */
+    } else if (WEFT__UNLIKELY(vc->sc.held != NULL)) {
+        weft__sc_release(vc); /* stack-copy protocol, step 4 (stackcopy.c) */
     }
     start_on(vc, t);
     weft__stat_add(&vc->st.vcruns, 1);
@@ -147,6 +155,16 @@ _Noreturn void weft_run_uthread(struct weft_uthread *t)
     if (!vc || vc->current)
         weft__panic("weft_run_uthread() called outside vcore context");
     run_on(vc, t);
+}
+
+_Noreturn void weft__vcore_next(struct weft__vcore *vc)
+{
+    struct weft_uthread *t = vc->copy_next;
+    if (t) {
+        vc->copy_next = NULL;
+        run_on(vc, t);
+    }
+    weft__vcore_loop(vc);
 }
 
 /* ---- the direct hand-off --------------------------------------------------------
@@ -223,21 +241,32 @@ static void handoff_entry(void *arg)
     struct weft_uthread *ut = vc->current;
     vc->current = NULL;
     if (WEFT__UNLIKELY(!ut->guarded))
-        weft__stack_check(ut);
+        weft__stack_leave(vc, ut);
     atomic_store_explicit(&ut->state, WEFT__BLOCKED, memory_order_relaxed);
     vc->in_cb = true;
     vc->cb(ut, vc->cb_arg);
     vc->in_cb = false;
+    if (WEFT__UNLIKELY(vc->sc.held != NULL))
+        weft__sc_release(vc); /* ut was stack-copy; its callback's arguments are used */
     start_on(vc, vc->handoff_to);
     vc->handoff_to = NULL;
 }
 
 /* handoff() stops ut (running on vc) and resumes next (dequeued by
  * local_next) through entry, which runs on next's stack and ends with
- * start_on(vc, next); returns when ut runs again. */
+ * start_on(vc, next); returns when ut runs again. A stack-copy next has no
+ * stack to run entry on until it is copied in (maybe over ut's own frames):
+ * ut then goes through vcore context (vc_entry, the same step there), which
+ * resumes next afterwards (weft__vcore_next). */
 static inline void handoff(struct weft__vcore *vc, struct weft_uthread *ut,
-                           struct weft_uthread *next, void (*entry)(void *))
+                           struct weft_uthread *next, void (*entry)(void *),
+                           void (*vc_entry)(void *))
 {
+    if (WEFT__UNLIKELY(next->copy)) {
+        vc->copy_next = next;
+        switch_out(vc, ut, vc_entry);
+        return;
+    }
     ut->err = *vc->errno_addr;
     vc->handoff_to = next;
     weft__san_switch(&ut->san, &next->san, next->stack_lo, next->stack_size);
@@ -256,7 +285,7 @@ void weft_uthread_yield(void (*cb)(struct weft_uthread *, void *), void *arg)
     vc->cb = cb;
     vc->cb_arg = arg;
     if (next)
-        handoff(vc, ut, next, handoff_entry);
+        handoff(vc, ut, next, handoff_entry, weft__vcore_entry);
     else
         switch_out(vc, ut, weft__vcore_entry);
 }
@@ -275,6 +304,8 @@ static WEFT__NOINLINE void runnable_outside(struct weft_uthread *t)
     atomic_store_explicit(&t->state, WEFT__RUNNABLE, memory_order_relaxed);
     t->link.waker = -1;
     t->link.by_uthread = 0;
+    if (WEFT__UNLIKELY(t->rs != NULL))
+        weft__sc_wake(-1, t);
     weft__crit_enter();
     weft__rt.thread_runnable(t);
     weft__crit_leave();
@@ -300,6 +331,8 @@ static inline void runnable(struct weft__vcore *vc, struct weft_uthread *t)
     atomic_store_explicit(&t->state, WEFT__RUNNABLE, memory_order_relaxed);
     t->link.waker = vc->id;
     t->link.by_uthread = (vc->current != NULL) | (vc->in_cb << 1); /* current is NULL in cb */
+    if (WEFT__UNLIKELY(t->rs != NULL))
+        weft__sc_wake(vc->id, t); /* a started stack-copy uthread */
     weft__crit_enter();
     weft__rt.thread_runnable(t);
     weft__crit_leave();
@@ -357,6 +390,12 @@ static _Noreturn void uthread_finish(struct weft_uthread *ut, void *result)
     struct weft_uthread *next = local_next(vc);
     vc->cb = exit_cb;
     vc->cb_arg = NULL;
+    if (WEFT__UNLIKELY(ut->copy))
+        ut->copy_flags |= WEFT__SC_EXITING; /* nothing to copy out */
+    if (WEFT__UNLIKELY(next && next->copy)) {
+        vc->copy_next = next; /* see handoff() */
+        next = NULL;
+    }
     /* No local may be used after the sanitizer switch: ASan frees this
      * stack's fake frames. The stack itself is freed by exit_cb, which runs
      * on the next one (or on the vcore stack). */
@@ -383,7 +422,7 @@ static void uthread_start(void *arg)
     uthread_finish(ut, r);
 }
 
-#define KNOWN_FLAGS (WEFT_DETACHED | WEFT_STACK_COPY | WEFT_ON_VCORE | WEFT_PINNED)
+#define KNOWN_FLAGS (WEFT_DETACHED | WEFT_STACK_COPY | WEFT_ON_VCORE | WEFT_PINNED | WEFT_STACK_OWN)
 
 static int spawn_on(weft_t *out, const weft_attr_t *ap, void *(*fn)(void *), void *arg);
 
@@ -393,10 +432,9 @@ int weft_spawn(weft_t *out, const weft_attr_t *attr, void *(*fn)(void *), void *
     if (attr)
         a = *attr;
     if (!fn || (a.flags & ~KNOWN_FLAGS) || a.stack_size > ((size_t)1 << 30) ||
-        (!out && !(a.flags & WEFT_DETACHED)))
+        (!out && !(a.flags & WEFT_DETACHED)) ||
+        (a.flags & (WEFT_STACK_COPY | WEFT_STACK_OWN)) == (WEFT_STACK_COPY | WEFT_STACK_OWN))
         return EINVAL;
-    if (a.flags & WEFT_STACK_COPY)
-        return ENOTSUP;
     if (WEFT__UNLIKELY(weft__refused_here()))
         return EDEADLK; /* a signal handler that interrupted weft */
     if (weft__vc_at_entry()) /* a uthread or vcore context: the runtime runs */
@@ -419,7 +457,13 @@ static int spawn_on(weft_t *out, const weft_attr_t *ap, void *(*fn)(void *), voi
         return EINVAL;
 
     size_t size = a.stack_size ? weft__stack_round(a.stack_size) : weft__rt.stack_size;
-    struct weft_uthread *t = weft__uthread_alloc(size);
+    /* Stack-copy: asked for, or the process default unless this one asks for
+     * a stack of its own or for more than a run stack has. */
+    bool copy = (a.flags & WEFT_STACK_COPY) ||
+                (weft__sc_default && !(a.flags & WEFT_STACK_OWN) && size <= weft__sc_size);
+    if (copy && size > weft__sc_size)
+        return EINVAL;
+    struct weft_uthread *t = copy ? weft__sc_uthread_alloc() : weft__uthread_alloc(size);
     if (!t)
         return EAGAIN;
     t->link.next = NULL;
@@ -455,8 +499,14 @@ static int spawn_on(weft_t *out, const weft_attr_t *ap, void *(*fn)(void *), voi
         strncpy(t->name, a.name, sizeof t->name - 1);
         t->name[sizeof t->name - 1] = 0;
     }
-    weft__san_stack_new(&t->san, t->stack_lo, t->stack_size);
-    weft__ctx_make(&t->ctx, t->stack_lo + t->stack_size, uthread_start, t);
+    t->copy_flags = 0;
+    if (copy) { /* its context is made on a run stack when it first runs */
+        t->ctx.sp = NULL;
+        weft__san_stack_new(&t->san, NULL, 0);
+    } else {
+        weft__san_stack_new(&t->san, t->stack_lo, t->stack_size);
+        weft__ctx_make(&t->ctx, t->stack_lo + t->stack_size, uthread_start, t);
+    }
     atomic_store_explicit(&t->state, WEFT__BLOCKED, memory_order_relaxed);
     atomic_fetch_add(WEFT__AT(&weft__rt.live), 1);
     if (a.flags & WEFT_PINNED) /* its vcore stays responsive (vcore_idle) */
@@ -483,10 +533,9 @@ int weft_join(weft_t t, void **result)
     }
     t->jflags |= WEFT__J_JOINING;
     if (st != WEFT__DONE) {
-        struct weft__waiter w;
-        weft__waiter_init(&w);
-        t->joiner = &w;
-        weft__wait(&t->jlock, NULL, &w, WEFT_FOREVER, WEFT_BLOCK_JOIN);
+        struct weft__waiter local, *w = weft__waiter_mine(&local);
+        t->joiner = w;
+        weft__wait(&t->jlock, NULL, w, WEFT_FOREVER, WEFT_BLOCK_JOIN);
     } else {
         weft__spin_unlock(&t->jlock);
     }
@@ -596,7 +645,7 @@ void weft_yield(void)
     struct weft_uthread *next = local_next(vc);
     if (next) {
         vc->cb = yield_cb;
-        handoff(vc, ut, next, handoff_entry);
+        handoff(vc, ut, next, handoff_entry, weft__vcore_entry);
         return;
     }
     if (weft__rt.ops->take_local && !weft__chores_due(vc) &&
@@ -649,8 +698,10 @@ static void park_handoff_entry(void *arg)
     struct weft__vcore *vc = arg;
     struct weft_uthread *ut = vc->current;
     vc->current = NULL;
-    if (WEFT__UNLIKELY(!ut->guarded))
-        weft__stack_check(ut);
+    if (WEFT__UNLIKELY(!ut->guarded)) {
+        weft__stack_leave(vc, ut);
+        weft__sc_release(vc); /* next is not stack-copy (handoff()) */
+    }
     atomic_store_explicit(&ut->state, WEFT__BLOCKED, memory_order_relaxed);
     if (WEFT__UNLIKELY(weft__rt.ops->thread_has_blocked != NULL))
         weft_uthread_blocked(ut, WEFT_BLOCK_PARK);
@@ -677,14 +728,14 @@ static void park_entry(void *arg)
     int exp = WEFT__PARK_NONE;
     if (WEFT__UNLIKELY(!atomic_compare_exchange_strong(&ut->park, &exp, WEFT__PARK_PARKED))) {
         atomic_store(&ut->park, WEFT__PARK_NONE); /* seq_cst: see weft_park() */
-        if (told) {
+        if (told || vc->copy_next) { /* a successor is chosen: it runs first */
             weft_uthread_runnable(ut);
         } else {
             atomic_store_explicit(&ut->state, WEFT__RUNNABLE, memory_order_relaxed);
             run_on(vc, ut);
         }
     }
-    weft__vcore_loop(vc);
+    weft__vcore_next(vc);
 }
 
 int weft_park(void)
@@ -705,7 +756,7 @@ int weft_park(void)
         return 0;
     struct weft_uthread *next = local_next(vc);
     if (next)
-        handoff(vc, ut, next, park_handoff_entry);
+        handoff(vc, ut, next, park_handoff_entry, park_entry);
     else
         switch_out(vc, ut, park_entry);
     return 0;

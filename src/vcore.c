@@ -419,6 +419,7 @@ struct settings {
     size_t stack_size;
     unsigned preempt_us;
     const struct weft_sched_ops *ops;
+    bool stack_copy;
 };
 
 /* settings_from() merges cfg, the environment and defaults; 0 or errno. */
@@ -429,7 +430,7 @@ static int settings_from(const struct weft_config *cfg, int maxv, struct setting
         c = *cfg;
     if (c.vcores < 0 || c.vcores > maxv)
         return EINVAL;
-    if (c.stack_size > ((size_t)1 << 30))
+    if (c.stack_size > ((size_t)1 << 30) || c.stack_copy < 0 || c.stack_copy > 1)
         return EINVAL;
 
     s->vcores = c.vcores;
@@ -465,6 +466,15 @@ static int settings_from(const struct weft_config *cfg, int maxv, struct setting
         s->preempt_us = v >= 0 ? (unsigned)v : weft_preempt_period();
     } else if (s->preempt_us < 10 || s->preempt_us > 10000000) {
         return EINVAL;
+    }
+    s->stack_copy = c.stack_copy == 1;
+    if (!c.stack_copy) {
+        long long v = env_num("WEFT_STACK_COPY");
+        if (v > 1) {
+            fprintf(stderr, "weft: ignoring WEFT_STACK_COPY=%lld (0 or 1)\n", v);
+            v = -1;
+        }
+        s->stack_copy = v == 1;
     }
     const char *name = c.sched;
     if (!name || !*name)
@@ -533,7 +543,7 @@ void weft__vcore_entry(void *arg)
     vc->in_cb = true;
     vc->cb(ut, vc->cb_arg);
     vc->in_cb = false;
-    weft__vcore_loop(vc);
+    weft__vcore_next(vc);
 }
 
 /* vcore_exit() returns to the kernel thread's own stack (vcore_thread). */
@@ -861,6 +871,8 @@ void weft__vcore_wake_for_timer(uint64_t deadline)
  * should stay that of a small function. */
 static WEFT__NOINLINE void vcore_idle(struct weft__vcore *vc)
 {
+    if (vc->sc.held)
+        weft__sc_release(vc); /* stack-copy protocol, step 4 (stackcopy.c) */
     if (atomic_load_explicit(&weft__rt.state, memory_order_relaxed) != WEFT__RUNNING_RT) {
         if (idle_of(vc) == WEFT__SPINNING)
             atomic_fetch_sub(&weft__rt.nspinning, 1);
@@ -932,6 +944,19 @@ void weft__vcore_chores(struct weft__vcore *vc)
         weft__io_poll_if_stale(now);
 }
 
+static void vcore_restart_entry(void *arg)
+{
+    weft__vcore_loop(arg);
+}
+
+_Noreturn void weft__vcore_restart(struct weft__vcore *vc)
+{
+    struct weft__ctx abandoned; /* never resumed */
+    weft__san_vcore_restart(&vc->san);
+    weft__ctx_save_and_call(&abandoned, vc->stack_top, vcore_restart_entry, vc);
+    __builtin_unreachable();
+}
+
 _Noreturn void weft__vcore_loop(struct weft__vcore *vc)
 {
     const struct weft_sched_ops *ops = weft__rt.ops;
@@ -951,6 +976,7 @@ static void vcores_free(int n)
     for (int i = 0; i < n; i++) {
         struct weft__vcore *vc = &weft__rt.vcores[i];
         weft__stack_vcore_fini(vc);
+        weft__sc_vcore_fini(vc);
         weft__heap_fini(&vc->heap);
         if (vc->stack_lo)
             munmap(vc->stack_lo - weft__page_size, vc->stack_size + weft__page_size);
@@ -1022,6 +1048,8 @@ int weft_init(const struct weft_config *cfg)
     rt->maxvcores = maxv;
     rt->nvcores = s.vcores;
     rt->stack_size = s.stack_size;
+    weft__sc_size = s.stack_size > (2u << 20) ? s.stack_size : (2u << 20);
+    weft__sc_default = s.stack_copy;
     rt->ops = s.ops;
     rt->sched_foreign = s.ops != &weft__sched_ws && s.ops != &weft__sched_fifo;
     weft__sched_resolve(rt);
@@ -1116,6 +1144,7 @@ static void atfork_child(void)
         atomic_store_explicit(&rt->closing, false, memory_order_relaxed);
         weft__notif_forked();
         weft__stack_forked();
+        weft__sc_forked();
         atomic_store_explicit(&rt->state, WEFT__OFF, memory_order_relaxed);
     }
     weft__futex_forked();

@@ -262,8 +262,15 @@ static void check_attrs(void)
     CHECK_RC(weft_spawn(&t, &a, times_two, NULL), EINVAL);
     a.flags = 0x100;
     CHECK_RC(weft_spawn(&t, &a, times_two, NULL), EINVAL);
+    a.flags = WEFT_STACK_COPY | WEFT_STACK_OWN;          /* contradictory */
+    CHECK_RC(weft_spawn(&t, &a, times_two, NULL), EINVAL);
     a.flags = WEFT_STACK_COPY;
-    CHECK_RC(weft_spawn(&t, &a, times_two, NULL), ENOTSUP);
+    a.stack_size = (size_t)64 << 20;                      /* more than a run stack */
+    CHECK_RC(weft_spawn(&t, &a, times_two, NULL), EINVAL);
+    CHECK(t == before, "failed weft_spawn changed *out");
+    a.stack_size = 0;
+    CHECK_RC(weft_spawn(&t, &a, times_two, (void *)5), 0);
+    CHECK(join(t) == (void *)10, "WEFT_STACK_COPY thread result");
 
     int nv = weft_num_vcores();
     CHECK(nv >= 1, "weft_num_vcores() = %d with the runtime running", nv);

@@ -348,12 +348,15 @@ int main(int argc, char **argv)
         cond_send(box_at(0, 0), GATE_TOKEN);
     bench_check_rc(weft_wg_wait(&g.finished));
     uint64_t t1 = atomic_load(&g.end_ns);
-    uint64_t rmw = 0, dec = 0, hand = 0;
+    uint64_t rmw = 0, dec = 0, hand = 0, copies = 0, copied = 0, fwd = 0;
     for (int v = 0; v < nst; v++) {
         bench_check_rc(weft_stats(v, &st1[v]));
         rmw += st1[v].shared_rmw - st0[v].shared_rmw;
         dec += st1[v].decisions - st0[v].decisions;
         hand += st1[v].handoffs - st0[v].handoffs;
+        copies += st1[v].stack_copies - st0[v].stack_copies;
+        copied += st1[v].stack_copy_bytes - st0[v].stack_copy_bytes;
+        fwd += st1[v].stack_forwards - st0[v].stack_forwards;
     }
     /* Untimed: let every uthread go (every mailbox is empty now). */
     for (size_t r = 0; r < g.rings; r++)
@@ -395,6 +398,10 @@ int main(int argc, char **argv)
     bench_note(impl, "shared_rmw_per_msg=%.4f handoff_share=%.3f decisions_per_msg=%.3f",
                (double)rmw / (double)want, dec ? (double)hand / (double)dec : 0.0,
                (double)dec / (double)want);
+    if (copies)
+        bench_note(impl, "stack_copies_per_msg=%.3f bytes_per_copy=%.0f forwards_per_msg=%.4f",
+                   (double)copies / (double)want, (double)copied / (double)copies,
+                   (double)fwd / (double)want);
     free(g.boxes);
     return 0;
 }

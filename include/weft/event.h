@@ -159,6 +159,10 @@ struct weft_vcore_stats {
     uint64_t parks;              /* times this vcore parked */
     uint64_t shared_rmw;         /* atomic read-modify-writes of run-wide state (idle
                                     counts and list, shared queues, steals) */
+    uint64_t stack_copies;       /* stack-copy uthreads' stacks copied out here */
+    uint64_t stack_copy_bytes;   /* the bytes those copies held */
+    uint64_t stack_forwards;     /* stack-copy uthreads this vcore was to run but whose
+                                    run stack another vcore held: handed to that one */
 };
 
 /* weft_stats() copies vcore's counters into *out. Returns 0, or EINVAL (no

@@ -37,7 +37,7 @@ extern "C" {
 
 /* Runtime configuration; a zero field means "default or environment".
  * Environment overrides for zero fields: WEFT_VCORES, WEFT_STACK_SIZE,
- * WEFT_PREEMPT_US, WEFT_SCHED. */
+ * WEFT_PREEMPT_US, WEFT_SCHED, WEFT_STACK_COPY. */
 struct weft_config {
     int vcores;          /* vcores to run, 1..weft_max_vcores(); 0 = all */
     size_t stack_size;   /* default uthread stack in bytes; 0 = 256 KiB */
@@ -46,6 +46,9 @@ struct weft_config {
                             last set, else cooperative (see <weft/event.h>) */
     const char *sched;   /* scheduler name: "ws" (default), "fifo", or one
                             registered with weft_sched_register() */
+    int stack_copy;      /* 1: every spawn is WEFT_STACK_COPY unless it asks for
+                            WEFT_STACK_OWN or a stack larger than a run stack;
+                            0 = the environment (WEFT_STACK_COPY=1), else off */
 };
 
 /* weft_init() starts the runtime with cfg (NULL = defaults and environment).
@@ -122,14 +125,38 @@ typedef struct {
 } weft_attr_t;
 
 #define WEFT_DETACHED   0x1  /* no join: resources freed at exit */
-#define WEFT_STACK_COPY 0x2  /* stack-copying uthread (later phase: ENOTSUP) */
+#define WEFT_STACK_COPY 0x2  /* a stack-copy uthread: see below */
 #define WEFT_ON_VCORE   0x4  /* start on attr.vcore; may migrate later */
 #define WEFT_PINNED     0x8  /* run only ever on attr.vcore, never stolen */
+#define WEFT_STACK_OWN  0x10 /* a stack of its own even when stack copying is the
+                                process default (weft_config.stack_copy) */
+
+/* Stack-copy uthreads (WEFT_STACK_COPY) have no stack of their own: they run
+ * on a run stack (2 MiB, or the default stack size if larger; guarded) that
+ * many of them share, and when one switches out (blocks, yields, is
+ * preempted) the part of the stack it uses is copied to a buffer of that
+ * size, and copied back, to the same addresses, before it runs again. Idle,
+ * one costs its descriptor and that copy: a few hundred bytes for a shallow
+ * stack, against a page or more for an ordinary uthread; a switch costs a
+ * copy of the used stack each way, and one that finishes without switching
+ * out copies nothing. The rule that comes with it: an address on a
+ * stack-copy uthread's stack is valid only while that uthread runs. Nothing
+ * that another uthread, a kernel thread or a timer may touch while it is
+ * switched out may live on its stack: a weft_mutex_t, weft_wg_t, semaphore
+ * or other synchronisation object others wait on, an armed weft_alarm, the
+ * argument of weft_offload(), or a pointer handed to another thread. Put
+ * those in the heap or in statics. weft's own wait records live in the
+ * uthread, and a waiter, futex word or armed alarm found on a run stack
+ * aborts with a message saying so. attr.stack_size, if set, is what it may
+ * use, at most the run stack's size (EINVAL above). Mixed freely with
+ * ordinary uthreads; migrates between vcores like them (with its run stack:
+ * it resumes where that run stack is free). */
 
 /* weft_spawn() creates a uthread running fn(arg) and stores its handle in
  * *out (out may be NULL for a detached thread). Returns 0, EINVAL (fn NULL,
  * unknown flag, vcore out of range, absurd stack size, joinable with out
- * NULL), ENOTSUP (WEFT_STACK_COPY), EAGAIN/ENOMEM (no memory), or
+ * NULL, WEFT_STACK_COPY with WEFT_STACK_OWN, a stack-copy uthread asking for
+ * more than a run stack), EAGAIN/ENOMEM (no memory), or
  * ESHUTDOWN (called from a kernel thread that is not a vcore while
  * weft_shutdown() runs: it waits for the uthreads, and no new one may join
  * them from outside; once it has returned, a spawn starts the runtime again),

@@ -290,8 +290,7 @@ int weft__fd_wait(struct weft__fd *f, uint32_t gen, int dirs, uint32_t seq_rd, u
                   uint64_t deadline)
 {
     const struct weft__poller_ops *p = atomic_load_explicit(&weft__poller, memory_order_acquire);
-    struct weft__waiter w;
-    weft__waiter_init(&w);
+    struct weft__waiter local, *w = weft__waiter_mine(&local);
     weft__spin_lock(&f->lock);
     if (atomic_load_explicit(&f->gen, memory_order_relaxed) != gen) {
         weft__spin_unlock(&f->lock);
@@ -316,9 +315,9 @@ int weft__fd_wait(struct weft__fd *f, uint32_t gen, int dirs, uint32_t seq_rd, u
         p->arm(f, d);
         q = &f->d[d].q;
     }
-    weft__waitq_push(q, &w);
+    weft__waitq_push(q, w);
     atomic_fetch_add_explicit(&weft__io_nwaiting, 1, memory_order_relaxed);
-    int st = weft__wait(&f->lock, q, &w, deadline, WEFT_BLOCK_IO);
+    int st = weft__wait(&f->lock, q, w, deadline, WEFT_BLOCK_IO);
     atomic_fetch_sub_explicit(&weft__io_nwaiting, 1, memory_order_relaxed);
     return st;
 }

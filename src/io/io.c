@@ -528,8 +528,45 @@ static void *file_call_run(void *arg)
     return NULL;
 }
 
+/* file_offload_copy() is file_offload() for a stack-copy uthread, whose
+ * stack is somebody else's while the helper works: the call, the path and
+ * a buffer on its stack go through the heap. */
+static WEFT__NOINLINE ssize_t file_offload_copy(struct file_call *c)
+{
+    struct file_call *h = malloc(sizeof *h);
+    if (!h)
+        return -ENOMEM;
+    *h = *c;
+    char *path = NULL;
+    void *bounce = NULL;
+    bool write = c->what == F_RW && is_write(c->r.op);
+    if (c->what == F_OPEN && !(h->path = path = strdup(c->path))) {
+        free(h);
+        return -ENOMEM;
+    }
+    if (c->what == F_RW && c->r.n && weft__sc_on_run_stack(c->r.buf, c->r.n)) {
+        if (!(h->r.buf = bounce = malloc(c->r.n))) {
+            free(h);
+            return -ENOMEM;
+        }
+        if (write)
+            memcpy(bounce, c->r.buf, c->r.n);
+    }
+    int e = weft_offload(file_call_run, h, NULL);
+    ssize_t r = e ? -e : h->result;
+    if (bounce && !write && r > 0)
+        memcpy(c->r.buf, bounce, (size_t)r);
+    free(bounce);
+    free(path);
+    free(h);
+    return r;
+}
+
 static ssize_t file_offload(struct file_call *c)
 {
+    struct weft_uthread *ut = weft_self();
+    if (ut && ut->copy)
+        return file_offload_copy(c);
     int e = weft_offload(file_call_run, c, NULL);
     if (e)
         return -e;

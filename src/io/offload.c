@@ -135,17 +135,25 @@ int weft_offload(void *(*fn)(void *), void *arg, void **result)
             *result = r;
         return 0;
     }
-    struct job j = { .fn = fn, .arg = arg };
-    weft__waiter_init(&j.w);
-    weft__spin_lock(&j.lock);
-    int e = submit(&j);
+    /* The helper uses the job while we wait: a stack-copy uthread's goes
+     * in the heap (its stack is somebody else's meanwhile). */
+    struct job local = { 0 }, *j = &local;
+    if (weft_self()->copy && !(j = calloc(1, sizeof *j)))
+        return ENOMEM;
+    j->fn = fn;
+    j->arg = arg;
+    weft__waiter_init(&j->w);
+    weft__spin_lock(&j->lock);
+    int e = submit(j);
     if (e) {
-        weft__spin_unlock(&j.lock);
-        return e;
+        weft__spin_unlock(&j->lock);
+    } else {
+        weft__wait(&j->lock, NULL, &j->w, WEFT_FOREVER, WEFT_BLOCK_IO);
+        if (result)
+            *result = j->result;
+        weft__set_errno(j->err);
     }
-    weft__wait(&j.lock, NULL, &j.w, WEFT_FOREVER, WEFT_BLOCK_IO);
-    if (result)
-        *result = j.result;
-    weft__set_errno(j.err);
-    return 0;
+    if (j != &local)
+        free(j);
+    return e;
 }

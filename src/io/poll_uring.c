@@ -29,6 +29,8 @@
 #ifdef WEFT_HAVE_URING
 #include <liburing.h>
 #include <poll.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define WAKE_TAG   2u
 #define IGNORE_TAG 4u
@@ -193,27 +195,61 @@ static void wakeup_uring(void)
     weft__spin_unlock(&sq_lock);
 }
 
-static ssize_t file_rw_uring(bool write, int fd, void *buf, size_t n, off_t off)
+/* ring_rw() submits one read or write through the ring and waits for it;
+ * rq stays where the completion finds it until then. */
+static ssize_t ring_rw(struct ring_req *rq, bool write, int fd, void *buf, size_t n, off_t off)
 {
-    struct ring_req rq = { .res = 0 };
-    weft__waiter_init(&rq.w);
-    if (n > 0x7ffff000u)
-        n = 0x7ffff000u; /* what read(2) and write(2) transfer at most */
-    weft__spin_lock(&rq.lock);
+    weft__waiter_init(&rq->w);
+    weft__spin_lock(&rq->lock);
     weft__spin_lock(&sq_lock);
     struct io_uring_sqe *sqe = get_sqe();
     if (write)
         io_uring_prep_write(sqe, fd, buf, (unsigned)n, (uint64_t)off);
     else
         io_uring_prep_read(sqe, fd, buf, (unsigned)n, (uint64_t)off);
-    io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)&rq);
-    weft__san_release(&rq);
+    io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)rq);
+    weft__san_release(rq);
     submit_locked();
     weft__spin_unlock(&sq_lock);
     atomic_fetch_add_explicit(&weft__io_nwaiting, 1, memory_order_relaxed);
-    weft__wait(&rq.lock, NULL, &rq.w, WEFT_FOREVER, WEFT_BLOCK_IO); /* the kernel writes buf */
+    weft__wait(&rq->lock, NULL, &rq->w, WEFT_FOREVER, WEFT_BLOCK_IO); /* the kernel writes buf */
     atomic_fetch_sub_explicit(&weft__io_nwaiting, 1, memory_order_relaxed);
-    return rq.res;
+    return rq->res;
+}
+
+/* ring_rw_copy() is ring_rw() for a stack-copy uthread, whose stack is
+ * somebody else's while the kernel works: the request, and a buffer on its
+ * stack, go through the heap. */
+static WEFT__NOINLINE ssize_t ring_rw_copy(bool write, int fd, void *buf, size_t n, off_t off)
+{
+    struct ring_req *rq = calloc(1, sizeof *rq);
+    if (!rq)
+        return -ENOMEM;
+    void *bounce = NULL;
+    if (n && weft__sc_on_run_stack(buf, n)) {
+        if (!(bounce = malloc(n))) {
+            free(rq);
+            return -ENOMEM;
+        }
+        if (write)
+            memcpy(bounce, buf, n);
+    }
+    ssize_t r = ring_rw(rq, write, fd, bounce ? bounce : buf, n, off);
+    if (bounce && !write && r > 0)
+        memcpy(buf, bounce, (size_t)r);
+    free(bounce);
+    free(rq);
+    return r;
+}
+
+static ssize_t file_rw_uring(bool write, int fd, void *buf, size_t n, off_t off)
+{
+    if (n > 0x7ffff000u)
+        n = 0x7ffff000u; /* what read(2) and write(2) transfer at most */
+    if (weft_self()->copy)
+        return ring_rw_copy(write, fd, buf, n, off);
+    struct ring_req rq = { .res = 0 };
+    return ring_rw(&rq, write, fd, buf, n, off);
 }
 
 const struct weft__poller_ops weft__poll_uring = {

@@ -36,6 +36,8 @@ int weft_futex_wait(uint32_t *addr, uint32_t val, uint64_t deadline_ns)
         return EINVAL;
     if (WEFT__UNLIKELY(weft__refused_here()))
         return EDEADLK; /* a signal handler that interrupted weft */
+    weft__sc_check(addr, "a futex word (mutex, condition variable, semaphore, barrier, "
+                         "once, wait group or weft_futex_wait word) waited on");
     struct bucket *b = bucket_of(addr);
     weft__spin_lock(&b->q.lock);
     if (atomic_load_explicit(WEFT__AT(addr), memory_order_acquire) != val) {
@@ -46,11 +48,10 @@ int weft_futex_wait(uint32_t *addr, uint32_t val, uint64_t deadline_ns)
         weft__spin_unlock(&b->q.lock);
         return ETIMEDOUT;
     }
-    struct weft__waiter w;
-    weft__waiter_init(&w);
-    w.data = (uintptr_t)addr;
-    weft__waitq_push(&b->q, &w);
-    return weft__wait(&b->q.lock, &b->q, &w, deadline_ns, WEFT_BLOCK_SYNC);
+    struct weft__waiter local, *w = weft__waiter_mine(&local);
+    w->data = (uintptr_t)addr;
+    weft__waitq_push(&b->q, w);
+    return weft__wait(&b->q.lock, &b->q, w, deadline_ns, WEFT_BLOCK_SYNC);
 }
 
 void weft__futex_wake_everyone(void)

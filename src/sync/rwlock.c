@@ -46,6 +46,7 @@ static int rdlock(weft_rwlock_t *l, uint64_t deadline, bool try)
 {
     if (weft__deadline_check(deadline))
         return EINVAL;
+    struct weft__waiter local; /* a kernel thread's waiter */
     void *me = weft__self_token();
     weft__spin_lock(&l->rq.lock);
     if (l->writer && l->wowner == me) {
@@ -61,16 +62,16 @@ static int rdlock(weft_rwlock_t *l, uint64_t deadline, bool try)
         weft__spin_unlock(&l->rq.lock);
         return try ? EBUSY : ETIMEDOUT;
     }
-    struct weft__waiter w;
-    weft__waiter_init(&w);
-    weft__waitq_push(&l->rq, &w);
-    return weft__wait(&l->rq.lock, &l->rq, &w, deadline, WEFT_BLOCK_SYNC);
+    struct weft__waiter *w = weft__waiter_mine(&local);
+    weft__waitq_push(&l->rq, w);
+    return weft__wait(&l->rq.lock, &l->rq, w, deadline, WEFT_BLOCK_SYNC);
 }
 
 static int wrlock(weft_rwlock_t *l, uint64_t deadline, bool try)
 {
     if (weft__deadline_check(deadline))
         return EINVAL;
+    struct weft__waiter local; /* a kernel thread's waiter */
     void *me = weft__self_token();
     weft__spin_lock(&l->rq.lock);
     if (l->writer && l->wowner == me) {
@@ -87,11 +88,10 @@ static int wrlock(weft_rwlock_t *l, uint64_t deadline, bool try)
         weft__spin_unlock(&l->rq.lock);
         return try ? EBUSY : ETIMEDOUT;
     }
-    struct weft__waiter w;
-    weft__waiter_init(&w);
-    w.data = (uintptr_t)me;
-    weft__waitq_push(&l->wq, &w);
-    int r = weft__wait(&l->rq.lock, &l->wq, &w, deadline, WEFT_BLOCK_SYNC);
+    struct weft__waiter *w = weft__waiter_mine(&local);
+    w->data = (uintptr_t)me;
+    weft__waitq_push(&l->wq, w);
+    int r = weft__wait(&l->rq.lock, &l->wq, w, deadline, WEFT_BLOCK_SYNC);
     if (r != ETIMEDOUT && r != ENOMEM) /* ENOMEM: no timer for the deadline; we left too */
         return r;
     /* We left the writer queue: readers queued behind us may enter now. */

@@ -2,7 +2,8 @@
  * wait.c — the one way anything in weft blocks: a waiter on a wait queue.
  *
  * A blocking primitive takes its queue's spinlock, decides it must wait,
- * queues a struct weft__waiter (on its own stack) and calls weft__wait():
+ * queues a struct weft__waiter (its uthread's own, weft__waiter_mine(), or
+ * on a kernel thread's stack) and calls weft__wait():
  *  - a uthread yields to vcore context; the callback there arms the deadline
  *    timer and only then releases the lock, so no waker can see the uthread
  *    before its context is saved (the parlib pattern; no lost wake-up);
@@ -29,6 +30,7 @@ void weft__waiter_init(struct weft__waiter *w)
 
 void weft__waitq_push(struct weft__waitq *q, struct weft__waiter *w)
 {
+    weft__sc_check(w, "a waiter");
     w->next = NULL;
     w->prev = q->tail;
     if (q->tail)
@@ -73,14 +75,6 @@ struct weft__waiter *weft__waitq_take_all(struct weft__waitq *q)
     return head; /* still linked by next, ends in NULL */
 }
 
-/* What a blocking uthread hands to its yield callback. */
-struct block {
-    struct weft_alarm tm;
-    uint32_t *lock;
-    struct weft__waitq *q;
-    struct weft__waiter *w;
-    int why;
-};
 
 /* leave_queue() takes w, still waiting, off q with status (the queue's
  * lock held): false if a waker has it already (its status stands). */
@@ -95,7 +89,7 @@ static bool leave_queue(struct weft__waitq *q, struct weft__waiter *w, int statu
 
 static void block_timeout(struct weft_alarm *tm)
 {
-    struct block *b = WEFT__CONTAINER(tm, struct block, tm);
+    struct weft__wait_rec *b = WEFT__CONTAINER(tm, struct weft__wait_rec, tm);
     struct weft__waiter *w = b->w;
     weft__spin_lock(b->lock);
     bool ours = leave_queue(b->q, w, ETIMEDOUT);
@@ -106,7 +100,7 @@ static void block_timeout(struct weft_alarm *tm)
 
 static void block_cb(struct weft_uthread *ut, void *arg)
 {
-    struct block *b = arg;
+    struct weft__wait_rec *b = arg;
     weft_uthread_blocked(ut, b->why);
     if (b->tm.deadline != WEFT_FOREVER &&
         WEFT__UNLIKELY(weft__alarm_arm(&b->tm) != 0)) { /* under the queue lock: cannot fire early */
@@ -145,12 +139,18 @@ int weft__wait(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *w,
     w->ut = ut;
     if (!ut)
         return wait_kernel_thread(lock, q, w, deadline_ns);
-    struct block b = { .lock = lock, .q = q, .w = w, .why = why };
-    weft_alarm_init(&b.tm, block_timeout);
-    b.tm.deadline = deadline_ns;
-    weft_uthread_yield(block_cb, &b);
+    /* The record the callback and the timer use: in the uthread, not on
+     * its stack (a stack-copy uthread's stack is elsewhere while it waits). */
+    struct weft__wait_rec *b = &ut->rec;
+    b->lock = lock;
+    b->q = q;
+    b->w = w;
+    b->why = why;
+    weft_alarm_init(&b->tm, block_timeout);
+    b->tm.deadline = deadline_ns;
+    weft_uthread_yield(block_cb, b);
     if (deadline_ns != WEFT_FOREVER)
-        weft_alarm_stop(&b.tm); /* waits out a timeout that lost the race */
+        weft_alarm_stop(&b->tm); /* waits out a timeout that lost the race */
     return w->status;
 }
 
