@@ -166,12 +166,17 @@ static inline void weft__san_vcore_restart(struct weft__san *vcore)
     __asan_handle_no_return();
 #endif
 #ifdef WEFT_TSAN
-    void *old = vcore->tsan_fiber;
-    vcore->tsan_fiber = __tsan_create_fiber(0);
-    vcore->tsan_entries = 0;
-    __tsan_switch_to_fiber(vcore->tsan_fiber, 0);
-    if (old != vcore->tsan_thread)
-        __tsan_destroy_fiber(old);
+    /* An entry like any other (weft__san_vcore_left bounds them), except
+     * that many restarts in a row, with no uthread run between them, move
+     * to the kernel thread's own fiber and drop the one that grew. */
+    if (++vcore->tsan_entries >= 512) {
+        void *old = vcore->tsan_fiber;
+        vcore->tsan_fiber = vcore->tsan_thread;
+        vcore->tsan_entries = 0;
+        __tsan_switch_to_fiber(vcore->tsan_fiber, 0);
+        if (old != vcore->tsan_thread)
+            __tsan_destroy_fiber(old);
+    }
 #endif
     (void)vcore;
 }
