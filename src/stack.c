@@ -37,8 +37,11 @@
 #define VCORE_CACHE_MAX  64
 #define GLOBAL_CACHE_MAX 1024
 #define GUARD_MAX        (64 * 1024) /* the largest PROT_NONE guard below a stack */
+/* The canary of an unguarded stack: its lowest CANARY_WORDS words, zero.
+ * Nothing writes them (a fresh mapping reads as zero without a page being
+ * committed: the canary costs no memory), and only a stack that overflowed
+ * reaches them, which is reported before the stack can go back to a cache. */
 #define CANARY_WORDS     8
-#define CANARY           0x5741524e46544557ull /* "WEFTNRAW" */
 #if defined(WEFT_ASAN) || defined(WEFT_TSAN)
 #define MIN_STACK (64 * 1024)   /* instrumented frames are several times larger */
 #else
@@ -191,9 +194,11 @@ void weft__stack_leave(struct weft__vcore *vc, struct weft_uthread *t)
         return;
     }
     const uint64_t *c = (const uint64_t *)(void *)t->stack_lo;
+    uint64_t any = 0;
     for (int i = 0; i < CANARY_WORDS; i++)
-        if (c[i] != CANARY)
-            overflow_report(t, " (canary overwritten; memory below it may be corrupt)");
+        any |= c[i];
+    if (any)
+        overflow_report(t, " (canary overwritten; memory below it may be corrupt)");
 }
 
 /* ---- setup ---------------------------------------------------------------------- */
@@ -339,9 +344,10 @@ static struct weft_uthread *map_new(size_t size)
     /* Cache colouring: stacks are mapped at page-aligned (often 2 MiB-
      * aligned) addresses, so the struct and the hottest stack lines of every
      * uthread would fall into the same cache sets. Shift each by a different
-     * number of lines within a page. */
+     * number of lines, at most half a page, so that the struct and the
+     * frames of a uthread parked at a shallow depth share one page. */
     static _Atomic unsigned colour;
-    size_t shift = (atomic_fetch_add_explicit(&colour, 1, memory_order_relaxed) % 61) * WEFT__CACHELINE;
+    size_t shift = (atomic_fetch_add_explicit(&colour, 1, memory_order_relaxed) % 31) * WEFT__CACHELINE;
     struct weft_uthread *t = (struct weft_uthread *)(void *)(m + map_size - hdr - shift);
     memset(t, 0, sizeof *t);
     t->map = m;
@@ -350,11 +356,6 @@ static struct weft_uthread *map_new(size_t size)
     t->stack_size = (size_t)((char *)t - lo);
     t->asked_size = size;
     t->guarded = guarded;
-    if (!guarded) {
-        uint64_t *c = (uint64_t *)(void *)lo;
-        for (int i = 0; i < CANARY_WORDS; i++)
-            c[i] = CANARY;
-    }
     return t;
 }
 

@@ -63,7 +63,8 @@
 #define RS_MIN_SIZE  (2u * 1024 * 1024)
 #define CACHE_MAX    256               /* per vcore and class */
 #define BATCH        32                /* blocks moved between a vcore cache and a pool */
-#define CHUNK        (256 * 1024)      /* a pool grows by this much (or 32 blocks) */
+#define CHUNK_MIN    (64 * 1024)       /* a pool's first chunk; each next one is twice */
+#define CHUNK_MAX    (32u << 20)       /* the largest */
 
 size_t weft__sc_size = RS_MIN_SIZE;
 bool weft__sc_default;
@@ -103,7 +104,26 @@ static struct pool {
     uint32_t lock;                     /* spinlock: everything below */
     void *free;                        /* linked by first word */
     char *bump, *end;                  /* [bump, end): never handed out */
+    size_t chunk;                      /* size of the next chunk */
 } pools[WEFT__SC_CLASSES];
+
+/* chunk_map() maps a pool's next chunk: twice the last (up to CHUNK_MAX),
+ * so that a pool of millions of blocks takes few mappings while a small one
+ * stays small. (Huge pages were tried: a fault that clears 2 MiB, with
+ * compaction, made creation slower.) */
+static char *chunk_map(struct pool *p, size_t sz, size_t *len)
+{
+    size_t chunk = p->chunk ? p->chunk : CHUNK_MIN;
+    while (chunk < sz * 32)
+        chunk *= 2;
+    p->chunk = chunk < CHUNK_MAX ? chunk * 2 : CHUNK_MAX;
+    char *m = mmap(NULL, chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    *len = chunk;
+    return m;
+}
 
 /* pool_take() moves up to want blocks of class c to *list; returns how many
  * (0: out of memory). */
@@ -122,10 +142,9 @@ static unsigned pool_take(int c, void **list, unsigned want)
     }
     while (n < want) {
         if ((size_t)(p->end - p->bump) < sz) { /* both NULL at first */
-            size_t chunk = sz * 32 > CHUNK ? sz * 32 : CHUNK;
-            char *m = mmap(NULL, chunk, PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-            if (m == MAP_FAILED)
+            size_t chunk;
+            char *m = chunk_map(p, sz, &chunk);
+            if (!m)
                 break;
             p->bump = m;
             p->end = m + chunk;

@@ -246,6 +246,10 @@ static __attribute__((noinline)) void spill_refill(struct vq *q, int c)
         sp->n -= k;
         done += k;
     }
+    if (sp->n == 0 && sp->cap > 4 * RING) { /* a burst is over: give its memory back */
+        free(sp->v);
+        *sp = (struct spill){ NULL, 0, 0, 0 };
+    }
 }
 
 /* q_push() queues t at the back of vcore q's ring c (its owner calls). */
