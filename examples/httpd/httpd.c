@@ -494,13 +494,15 @@ static void *acceptor(void *arg)
 
 static void usage(FILE *f, int code)
 {
-    fprintf(f, "usage: httpd [-p port] [-r root] [-v vcores] [-t ms]\n"
+    fprintf(f, "usage: httpd [-p port] [-r root] [-v vcores] [-t ms] [-c]\n"
                "  -p port    TCP port on 127.0.0.1 (default 8080; 0 = any free port)\n"
                "  -r root    directory to serve (default: the www directory of the source)\n"
                "  -v vcores  weft vcores, 0 = all (default: WEFT_VCORES or all;\n"
                "             ignored by httpd-pthread)\n"
                "  -t ms      abort a response the client takes no byte of for this long\n"
-               "             (default 10000)\n");
+               "             (default 10000)\n"
+               "  -c         connections are stack-copy uthreads (WEFT_STACK_COPY: a few\n"
+               "             hundred bytes each while idle; ignored by httpd-pthread)\n");
     exit(code);
 }
 
@@ -554,7 +556,8 @@ int main(int argc, char **argv)
     char rootbuf[PATH_MAX];
     int opt;
     long send_ms = (long)(SEND_TIMEOUT_NS / 1000000u);
-    while ((opt = getopt(argc, argv, "p:r:v:t:h")) != -1) {
+    bool stack_copy = false;
+    while ((opt = getopt(argc, argv, "p:r:v:t:ch")) != -1) {
         switch (opt) {
         case 'p':
             if (!parse_long(optarg, 0, 65535, &port))
@@ -571,6 +574,9 @@ int main(int argc, char **argv)
             if (!parse_long(optarg, 10, 3600000, &send_ms))
                 usage(stderr, 2);
             send_timeout_ns = (uint64_t)send_ms * 1000000u;
+            break;
+        case 'c':
+            stack_copy = true;
             break;
         case 'h':
             usage(stdout, 0);
@@ -608,7 +614,7 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    int rc = hio_start((int)vcores);
+    int rc = hio_start((int)vcores, stack_copy);
     if (rc != 0) {
         fprintf(stderr, "httpd: starting the runtime (-v %ld): %s\n", vcores, strerror(rc));
         return rc == EINVAL ? 2 : 1;

@@ -11,7 +11,8 @@
  *
  * Everything else (parser, request handling, files) is the same code.
  *
- *   hio_start(vcores)             start the runtime (0 = all vcores); errno value
+ *   hio_start(vcores, copy)       start the runtime (0 = all vcores; copy: connections
+ *                                 are stack-copy uthreads); errno value
  *   hio_run(fn, arg)              run fn(arg) as the acceptor, return when it does
  *   hio_spawn(fn, arg)            start fn(arg) as a detached connection thread
  *   hio_conn_setup(fd, send_ns)   per-connection setup for the send timeout:
@@ -77,9 +78,10 @@ static inline uint64_t hio_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static inline int hio_start(int vcores)
+static inline int hio_start(int vcores, bool stack_copy)
 {
-    (void)vcores; /* -v is accepted and ignored */
+    (void)vcores; /* -v and -c are accepted and ignored */
+    (void)stack_copy;
     return 0;
 }
 
@@ -202,9 +204,12 @@ static inline uint64_t hio_now_ns(void)
     return weft_now_ns();
 }
 
-static inline int hio_start(int vcores)
+static bool hio_stack_copy; /* -c: connections are stack-copy uthreads */
+
+static inline int hio_start(int vcores, bool stack_copy)
 {
     struct weft_config cfg = { .vcores = vcores };
+    hio_stack_copy = stack_copy;
     return weft_init(&cfg);
 }
 
@@ -221,6 +226,8 @@ static inline int hio_run(void *(*fn)(void *), void *arg)
 static inline int hio_spawn(void *(*fn)(void *), void *arg)
 {
     weft_attr_t a = { .stack_size = HTTPD_STACK, .flags = WEFT_DETACHED, .name = "conn" };
+    if (hio_stack_copy) /* everything others touch is in struct conn, on the heap */
+        a.flags |= WEFT_STACK_COPY;
     return weft_spawn(NULL, &a, fn, arg);
 }
 

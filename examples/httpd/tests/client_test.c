@@ -70,6 +70,7 @@
 static atomic_int failures;
 static const char *_Atomic phase = "start";
 static const char *server_bin;
+static const char *server_flag; /* an extra flag for every server start (argv[2]), or NULL */
 static pid_t server_pid;
 static int port;
 static char tmpdir[256], rootdir[300];
@@ -270,8 +271,11 @@ static pid_t spawn_server(const char *const *extra, int out_fd, int err_fd, int 
         if (nofile > 0 && setrlimit(RLIMIT_NOFILE, &rl) != 0)
             _exit(126);
         const char *argv[10] = { server_bin, "-p", "0", "-r", rootdir };
+        int k = 5;
         for (int i = 0; extra && extra[i] && i < 4; i++)
-            argv[5 + i] = extra[i];
+            argv[k++] = extra[i];
+        if (server_flag)
+            argv[k++] = server_flag;
         execv(server_bin, (char *const *)argv);
         fprintf(stderr, "exec %s: %s\n", server_bin, strerror(errno));
         _exit(127);
@@ -1379,11 +1383,12 @@ static void stop_server(void)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: client_test <httpd binary>\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: client_test <httpd binary> [flag for every server start]\n");
         return 2;
     }
     server_bin = argv[1];
+    server_flag = argc == 3 ? argv[2] : NULL;
     signal(SIGPIPE, SIG_IGN);
     signal(SIGALRM, on_watchdog);
     alarm(WATCHDOG_S);
