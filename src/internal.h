@@ -73,9 +73,11 @@ struct weft__waiter {
     uintptr_t data;                   /* the primitive's own (futex address, rwlock side) */
 };
 
-/* What a blocking call hands its yield callback and its timer, for the
- * length of one wait: weft__wait()'s deadline (sync/wait.c) or a sleep
- * (alarm.c). */
+/* What a timed wait hands its yield callback and its timer, for the length
+ * of the wait: weft__wait()'s deadline (sync/wait.c) or a sleep (alarm.c).
+ * An untimed wait's record is on its stack (only the callback reads it):
+ * weft_alarm_stop() of this record's alarm may itself wait, untimed, and
+ * must not reuse it. */
 struct weft__wait_rec {
     struct weft_alarm tm;            /* the deadline, or the sleep's wake-up */
     uint32_t *lock;                  /* weft__wait: the queue's lock, released by the callback */
@@ -94,7 +96,9 @@ struct weft__wait_rec {
  *
  * Nothing that others reach while a uthread is switched out may be on its
  * stack: a stack-copy uthread's stack is somebody else's then. Its waiter
- * and its wait record are here (wait, rec), one wait at a time. */
+ * and its timed wait's record are here (wait, rec), one wait at a time; the
+ * wait inside weft_alarm_stop() after a timed wait reuses the waiter, so a
+ * waiter's status is read before that stop. */
 struct weft_uthread {
     struct weft_sched_link link;     /* MUST be first: <weft/sched.h> */
     struct weft__ctx ctx;            /* saved context; valid unless RUNNING */
@@ -107,6 +111,8 @@ struct weft_uthread {
     uint32_t copy_len;               /* stack-copy: bytes in copy_buf */
     void *copy_buf;                  /* stack-copy: its stack while switched out, or NULL */
     struct weft__runstack *rs;       /* stack-copy: its run stack, NULL until it first runs */
+    struct weft_uthread *host;       /* run inline by its joiner (WEFT__SC_INLINE): that
+                                        joiner, whose stack it uses; fixed meanwhile */
     /* notifications (event.c): written by the uthread itself, read by the
      * notification handler on the same kernel thread (signal fences) */
     bool notif_pinned;               /* WEFT_PINNED was added by weft_notifs_disable() */
@@ -285,6 +291,7 @@ struct weft__runtime {
      * hold notifications off around them (in_sched). Fixed while running. */
     struct weft_uthread *(*take_local)(int);  /* NULL if the scheduler has none */
     void (*thread_runnable)(struct weft_uthread *);
+    int (*reclaim)(int, struct weft_uthread *); /* NULL if the scheduler has none */
     size_t stack_size;               /* default stack size; fixed while running */
     _Alignas(WEFT__CACHELINE) _Atomic int nspinning; /* vcores spinning for work */
     _Atomic int nparked;             /* vcores on the idle list */

@@ -224,10 +224,22 @@ _Static_assert(UT_SIZE <= 1024, "a stack-copy uthread's struct comes from a smal
 
 struct weft_uthread *weft__sc_uthread_alloc(void)
 {
+    /* Not cleared (spawn_on sets what a uthread starts with), but for what
+     * only a stack-copy uthread has and what stack.c's shells carry. */
     struct weft_uthread *t = block_alloc(weft__vc(), UT_SIZE);
     if (t) {
-        memset(t, 0, sizeof *t);
         t->copy = true;
+        t->guarded = false;
+        t->copy_buf = NULL;
+        t->copy_len = 0;
+        t->rs = NULL;
+        t->map = NULL;
+        t->map_size = 0;
+        t->stack_lo = NULL;
+        t->stack_size = 0;
+        t->asked_size = 0;
+        t->cache_next = NULL;
+        t->sig_next = NULL;
     }
     return t;
 }

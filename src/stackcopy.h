@@ -44,6 +44,7 @@ struct weft__sc_vcore {
 /* Per-uthread copy_flags. */
 #define WEFT__SC_EXITING   0x1       /* finishing: nothing to copy out */
 #define WEFT__SC_FORWARDED 0x2       /* pinned for now to its run stack's holder */
+#define WEFT__SC_INLINE    0x4       /* run by its joiner on the joiner's stack (uthread.c) */
 
 /* weft__sc_size: the run stacks' usable size (2 MiB, or the default stack
  * size if larger); fixed while the runtime runs. */

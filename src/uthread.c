@@ -208,15 +208,28 @@ static void thread_runnable_foreign(struct weft_uthread *t)
     me->in_sched--;
 }
 
+static int reclaim_foreign(int vcore, struct weft_uthread *t)
+{
+    struct weft_uthread *me = weft__vc_at_entry()->current;
+    me->in_sched++;
+    atomic_signal_fence(memory_order_seq_cst);
+    int r = weft__rt.ops->reclaim(vcore, t);
+    atomic_signal_fence(memory_order_seq_cst);
+    me->in_sched--;
+    return r;
+}
+
 void weft__sched_resolve(struct weft__runtime *rt)
 {
     const struct weft_sched_ops *ops = rt->ops;
     if (rt->sched_foreign) {
         rt->take_local = ops->take_local ? take_local_foreign : NULL;
         rt->thread_runnable = thread_runnable_foreign;
+        rt->reclaim = ops->reclaim ? reclaim_foreign : NULL;
     } else {
         rt->take_local = ops->take_local;
         rt->thread_runnable = ops->thread_runnable;
+        rt->reclaim = ops->reclaim;
     }
 }
 
@@ -381,8 +394,12 @@ static void exit_cb(struct weft_uthread *ut, void *arg)
     live_dec();
 }
 
+static _Noreturn void inline_finish(struct weft_uthread *t, void *result);
+
 static _Noreturn void uthread_finish(struct weft_uthread *ut, void *result)
 {
+    if (WEFT__UNLIKELY(ut->copy_flags & WEFT__SC_INLINE))
+        inline_finish(ut, result); /* run by its joiner: back to the joiner */
     ut->result = result;
     struct weft__vcore *vc = weft__vc();
     if (WEFT__UNLIKELY(ut->link.flags & WEFT_PINNED) && !ut->notif_pinned)
@@ -494,6 +511,8 @@ static int spawn_on(weft_t *out, const weft_attr_t *ap, void *(*fn)(void *), voi
     t->notif_depth = 0;
     t->in_sched = 0;
     t->notif_pinned = false;
+    t->io_deadline = 0; /* a cached shell keeps its last owner's */
+    t->host = NULL;
     t->name[0] = 0;
     if (a.name) {
         strncpy(t->name, a.name, sizeof t->name - 1);
@@ -517,6 +536,94 @@ static int spawn_on(weft_t *out, const weft_attr_t *ap, void *(*fn)(void *), voi
     return 0;
 }
 
+/* ---- inline join ----------------------------------------------------------------
+ *
+ * weft_join() of a stack-copy uthread t that has not started and still waits
+ * in the joiner's own vcore's queue (ops->reclaim gives it back) runs t on
+ * the spot, as usched runs a thread: a function call on the caller's stack,
+ * with no switch and nothing to copy if it never blocks. The joiner is saved
+ * first, below its frames (weft__ctx_save_and_call_here), and counts as
+ * blocked; t then runs as itself (current, errno, identity) on the rest of
+ * the joiner's stack: t's stack is the joiner's (an ordinary joiner: t runs
+ * as an ordinary uthread on it; a stack-copy joiner: t is bound to the same
+ * run stack, and its copies hold the joiner's frames too). If t switches
+ * out it is an ordinary switch, and t may resume on another vcore; when it
+ * finishes, the joiner resumes from its saved context, on whichever vcore
+ * that is (inline_finish). The joiner must be free to move: not pinned, not
+ * holding notifications off. */
+
+static void inline_entry(void *arg)
+{
+    struct weft_uthread *t = arg, *me = t->host;
+    struct weft__vcore *vc = weft__vc_at_entry(); /* the joiner's, a moment ago */
+    vc->current = NULL;
+    if (WEFT__UNLIKELY(!me->guarded && !me->copy))
+        weft__stack_leave(vc, me); /* the joiner's canary */
+    t->copy_flags |= WEFT__SC_INLINE;
+    t->map = me->map;
+    t->guarded = me->guarded;
+    t->stack_lo = me->stack_lo;
+    t->stack_size = (size_t)((char *)me->ctx.sp - me->stack_lo);
+    t->asked_size = me->asked_size;
+    if (me->copy)
+        t->rs = me->rs; /* its copies carry the joiner's frames */
+    else
+        t->copy = false; /* an ordinary uthread on the joiner's stack, till it finishes */
+    start_on(vc, t);
+    weft__san_arrive(NULL, NULL, NULL);
+    switch_end();
+    void *r = t->fn(t->arg);
+    if (WEFT__UNLIKELY(!weft__vc()))
+        forked_exit();
+    inline_finish(t, r);
+}
+
+static _Noreturn void inline_finish(struct weft_uthread *t, void *result)
+{
+    struct weft__vcore *vc = weft__vc(); /* maybe another vcore than it began on */
+    struct weft_uthread *me = t->host;
+    t->result = result;
+    switch_begin();
+    vc->current = NULL;
+    weft__san_switch(NULL, &me->san, me->stack_lo, me->stack_size); /* arrives in join_inline */
+    weft__san_stack_free(&t->san);
+    /* No jlock: its joiner is the one resuming below, and nobody else may
+     * join or detach it (WEFT__J_JOINING). */
+    atomic_store_explicit(&t->state, WEFT__DONE, memory_order_relaxed);
+    t->copy = true; /* its memory is a pool's */
+    live_dec();
+    atomic_store_explicit(&me->state, WEFT__RUNNABLE, memory_order_relaxed);
+    vc->decisions++;
+    start_on(vc, me);
+    weft__ctx_restore(&me->ctx); /* back into join_inline() */
+}
+
+/* join_inline() runs t (reclaimed, never started) on the caller's stack and
+ * returns once t has finished (maybe on another vcore). */
+static WEFT__NOINLINE void join_inline(struct weft__vcore *vc, struct weft_uthread *me,
+                                       struct weft_uthread *t)
+{
+    switch_begin();
+    me->err = *vc->errno_addr;
+    atomic_store_explicit(&me->state, WEFT__BLOCKED, memory_order_relaxed);
+    vc->decisions++;
+    t->host = me;
+    weft__san_switch(&me->san, &t->san, me->stack_lo, me->stack_size);
+    weft__ctx_save_and_call_here(&me->ctx, inline_entry, t);
+    weft__san_arrive(&me->san, NULL, NULL);
+    switch_end();
+}
+
+/* can_inline(): t, being joined by me on vc, may run inline (see above). */
+static bool can_inline(struct weft__vcore *vc, struct weft_uthread *me, struct weft_uthread *t,
+                       int st)
+{
+    return st == WEFT__RUNNABLE && !t->rs && weft__rt.reclaim &&
+           !(t->link.flags & (WEFT_PINNED | WEFT_ON_VCORE)) &&
+           !(me->link.flags & WEFT_PINNED) && me->notif_depth == 0 &&
+           !weft__chores_due(vc) && weft__rt.reclaim(vc->id, t);
+}
+
 int weft_join(weft_t t, void **result)
 {
     if (WEFT__UNLIKELY(weft__refused_here()))
@@ -532,7 +639,12 @@ int weft_join(weft_t t, void **result)
         return EINVAL;
     }
     t->jflags |= WEFT__J_JOINING;
-    if (st != WEFT__DONE) {
+    struct weft__vcore *vc = weft__vc_at_entry(); /* nothing has switched yet */
+    struct weft_uthread *me = vc ? vc->current : NULL;
+    if (st != WEFT__DONE && t->copy && me && can_inline(vc, me, t, st)) {
+        weft__spin_unlock(&t->jlock);
+        join_inline(vc, me, t); /* t is DONE when it returns */
+    } else if (st != WEFT__DONE) {
         struct weft__waiter local, *w = weft__waiter_mine(&local);
         t->joiner = w;
         weft__wait(&t->jlock, NULL, w, WEFT_FOREVER, WEFT_BLOCK_JOIN);

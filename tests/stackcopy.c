@@ -654,6 +654,82 @@ static void test_primitives(void)
     (void)nv;
 }
 
+/* ---- 2b. joined before it ran: run inline, on the joiner's stack ------------------ */
+
+static _Atomic(uintptr_t) child_local_at, joiner_local_at;
+static _Atomic(weft_t) child_self;
+
+/* no_sanitize_address: ASan would keep the locals whose addresses are
+ * compared below in its heap-allocated fake stack. */
+__attribute__((no_sanitize_address)) static void *quick_child(void *arg)
+{
+    volatile int here = 1;
+    atomic_store(&child_local_at, (uintptr_t)&here);
+    atomic_store(&child_self, weft_self());
+    errno = 77; /* its own errno, not the joiner's */
+    return (void *)((uintptr_t)arg + (uintptr_t)here);
+}
+
+static void *blocking_child(void *arg)
+{
+    volatile unsigned char mine[512];
+    for (int i = 0; i < 512; i++)
+        mine[i] = (unsigned char)(i + (int)(uintptr_t)arg);
+    for (int r = 0; r < 20; r++) { /* switches out, may move to another vcore */
+        CHECK_RC(weft_sleep_ns(20000), 0);
+        weft_yield();
+        for (int i = 0; i < 512; i++)
+            CHECK(mine[i] == (unsigned char)(i + (int)(uintptr_t)arg), "inline child's frame");
+    }
+    if ((uintptr_t)arg == 9)
+        weft_exit((void *)99); /* weft_exit from an inline child returns to its joiner too */
+    return (void *)((uintptr_t)arg * 2);
+}
+
+__attribute__((no_sanitize_address)) static void *inline_joiner(void *unused)
+{
+    (void)unused;
+    volatile int mine = 5;
+    atomic_store(&joiner_local_at, (uintptr_t)&mine);
+    weft_attr_t a = { .flags = WEFT_STACK_COPY };
+    for (int i = 0; i < 200; i++) {
+        weft_t t;
+        CHECK_RC(weft_spawn(&t, &a, quick_child, (void *)(uintptr_t)i), 0);
+        errno = 11;
+        void *r = NULL;
+        CHECK_RC(weft_join(t, &r), 0);
+        CHECK(errno == 11, "the joiner's errno became %d", errno);
+        CHECK(r == (void *)(uintptr_t)(i + 1), "quick child %d returned %p", i, r);
+        CHECK(atomic_load(&child_self) == t, "weft_self() in the child was not the child");
+    }
+    CHECK(weft_self() != atomic_load(&child_self), "weft_self() after the join");
+    for (int i = 0; i < 10; i++) {
+        weft_t t;
+        CHECK_RC(weft_spawn(&t, &a, blocking_child, (void *)(uintptr_t)i), 0);
+        void *r = NULL;
+        CHECK_RC(weft_join(t, &r), 0);
+        CHECK(r == (void *)(uintptr_t)(i == 9 ? 99 : i * 2), "blocking child %d returned %p", i, r);
+        CHECK(mine == 5, "the joiner's frame changed");
+    }
+    return (void *)1;
+}
+
+static void test_inline_join(void)
+{
+    check_phase("inline join, ordinary joiner");
+    weft_t j = spawn_ex(inline_joiner, NULL, WEFT_STACK_OWN, 0, "joiner");
+    CHECK(join(j) == (void *)1, "ordinary joiner");
+    uintptr_t joiner_local = atomic_load(&joiner_local_at);
+    /* quick_child's local was on the joiner's stack, just below its frames
+     * (the pointer is only compared, never used). */
+    uintptr_t child_local = atomic_load(&child_local_at);
+    CHECK(child_local < joiner_local && joiner_local - child_local < 64 * 1024,
+          "the quick child did not run on its joiner's stack (%#lx vs %#lx)",
+          (unsigned long)child_local, (unsigned long)joiner_local);
+    check_phase("inline join, stack-copy joiner");
+    CHECK(join(spawn_copy(inline_joiner, NULL, "copy-joiner")) != NULL, "stack-copy joiner");
+}
+
 /* ---- 3. migration --------------------------------------------------------------- */
 
 static atomic_int mig_parked, mig_stop;
@@ -693,10 +769,13 @@ static void *migrant(void *unused)
     return (void *)1;
 }
 
-/* hog keeps vcore 0 busy with an ordinary uthread (so it holds no run stack). */
+/* hog keeps the migrant's vcore busy with an ordinary uthread (which it
+ * runs only once the migrant has switched out and let go of its run stack). */
+static atomic_int hog_runs;
 static void *hog(void *unused)
 {
     (void)unused;
+    atomic_store(&hog_runs, 1);
     while (!atomic_load(&mig_stop))
         ;
     return NULL;
@@ -706,6 +785,7 @@ static void *waker(void *unused)
 {
     (void)unused;
     WAIT_UNTIL(atomic_load(&mig_parked) == 1, "the migrant parks");
+    WAIT_UNTIL(atomic_load(&hog_runs), "the hog runs where the migrant parked");
     atomic_store(&mig_parked, 2);
     CHECK_RC(weft_unpark(atomic_load(&mig_t)), 0);
     return NULL;
@@ -795,6 +875,7 @@ int main(void)
     uint64_t copies0 = sum_stat(offsetof(struct weft_vcore_stats, stack_copies));
     test_recursion();
     test_primitives();
+    test_inline_join();
     test_migration();
     test_preemption();
     uint64_t copies = sum_stat(offsetof(struct weft_vcore_stats, stack_copies)) - copies0;

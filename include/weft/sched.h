@@ -97,6 +97,14 @@ struct weft_sched_ops {
      * example a thief asking it to make work stealable that only this
      * vcore could take). Vcore context of the poked vcore. */
     void (*poked)(void);
+    /* Optional: give t back. t was made runnable on vcore (the caller's) and
+     * its uthread now means to run t itself, at once (weft_join() of a
+     * stack-copy uthread that has not started runs it inline, on the
+     * joiner's stack). Dequeue t and return 1 if it is still in vcore's own
+     * queues where no other vcore can take it meanwhile; else 0, and t
+     * stays queued (the joiner waits for it as usual). Runs under
+     * vcore-context rules. */
+    int (*reclaim)(int vcore, struct weft_uthread *t);
 };
 
 /* weft_sched_register() makes ops selectable by name (weft_config.sched,

@@ -22,6 +22,12 @@ struct weft__ctx {
 void weft__ctx_save_and_call(struct weft__ctx *save, void *stack_top,
                              void (*fn)(void *), void *arg);
 
+/* weft__ctx_save_and_call_here() saves the caller's context in *save and
+ * calls fn(arg) on the same stack, just below the saved frame; fn must not
+ * return. The caller resumes, as if this call returned, when someone
+ * weft__ctx_restore()s *save (anywhere, from any stack). */
+void weft__ctx_save_and_call_here(struct weft__ctx *save, void (*fn)(void *), void *arg);
+
 /* weft__ctx_switch() saves the caller's context in *save, moves to the
  * stack of the saved or made context whose stack pointer is to_sp, calls
  * fn(arg) there (below that context's saved frame, so the stack we left is

@@ -777,6 +777,16 @@ static void poked_ws(void)
     }
 }
 
+/* reclaim_ws(): t is taken back if it waits in next, which only we use. */
+static int reclaim_ws(int me, struct weft_uthread *t)
+{
+    struct vq *q = &vqs[me];
+    if (atomic_load_explicit(&q->next, memory_order_relaxed) != t)
+        return 0;
+    atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
+    return 1;
+}
+
 static int init_ws(int nvcores)
 {
     /* vqs is set only in a fork child (fini clears it): the parent's queues,
@@ -834,4 +844,5 @@ const struct weft_sched_ops weft__sched_ws = {
     .thread_paused = thread_paused_ws,
     .take_local = take_local_ws,
     .poked = poked_ws,
+    .reclaim = reclaim_ws,
 };

@@ -139,8 +139,18 @@ int weft__wait(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *w,
     w->ut = ut;
     if (!ut)
         return wait_kernel_thread(lock, q, w, deadline_ns);
-    /* The record the callback and the timer use: in the uthread, not on
-     * its stack (a stack-copy uthread's stack is elsewhere while it waits). */
+    if (deadline_ns == WEFT_FOREVER) {
+        /* Only the callback reads the record: it may be on our stack (a
+         * stack-copy uthread's stack is still there while the callback
+         * runs). And so it must: weft_alarm_stop() below may wait here, in
+         * the middle of a timed wait that uses the uthread's record. */
+        struct weft__wait_rec b = { .lock = lock, .q = q, .w = w, .why = why };
+        b.tm.deadline = WEFT_FOREVER;
+        weft_uthread_yield(block_cb, &b);
+        return w->status;
+    }
+    /* A timed wait: the timer reaches the record while we wait, so it is
+     * the uthread's, never on its stack. */
     struct weft__wait_rec *b = &ut->rec;
     b->lock = lock;
     b->q = q;
@@ -149,9 +159,9 @@ int weft__wait(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *w,
     weft_alarm_init(&b->tm, block_timeout);
     b->tm.deadline = deadline_ns;
     weft_uthread_yield(block_cb, b);
-    if (deadline_ns != WEFT_FOREVER)
-        weft_alarm_stop(&b->tm); /* waits out a timeout that lost the race */
-    return w->status;
+    int status = w->status; /* before the stop: a wait in it reuses the waiter */
+    weft_alarm_stop(&b->tm); /* waits out a timeout that lost the race */
+    return status;
 }
 
 void weft__waiter_wake(struct weft__waiter *w)

@@ -38,6 +38,24 @@ weft__ctx_save_and_call:
     .cfi_endproc
     .size   weft__ctx_save_and_call, .-weft__ctx_save_and_call
 
+/* void weft__ctx_save_and_call_here(ctx *save, void (*fn)(void*), void *arg)
+ * Saves the caller in *save, then calls fn(arg) right below the saved frame
+ * on the same stack; fn must not return. */
+    .globl  weft__ctx_save_and_call_here
+    .hidden weft__ctx_save_and_call_here
+    .type   weft__ctx_save_and_call_here, %function
+    .p2align 4
+weft__ctx_save_and_call_here:
+    .cfi_startproc
+    SAVE_FRAME
+    mov     x9, sp
+    str     x9, [x0]
+    mov     x0, x2
+    blr     x1
+    brk     #0
+    .cfi_endproc
+    .size   weft__ctx_save_and_call_here, .-weft__ctx_save_and_call_here
+
 /* void weft__ctx_switch(ctx *save, void *to_sp, void (*fn)(void*), void *arg)
  * Saves the caller in *save, moves to the saved (or made) context whose
  * stack pointer is to_sp, calls fn(arg) there below its frame, then resumes

@@ -31,6 +31,33 @@ weft__ctx_save_and_call:
     .cfi_endproc
     .size   weft__ctx_save_and_call, .-weft__ctx_save_and_call
 
+/* void weft__ctx_save_and_call_here(ctx *save, void (*fn)(void*), void *arg)
+ * Saves the caller in *save as weft__ctx_save_and_call does, then calls
+ * fn(arg) on the same stack, right below the saved frame (which stays
+ * intact while fn runs); fn must not return. */
+    .globl  weft__ctx_save_and_call_here
+    .hidden weft__ctx_save_and_call_here
+    .type   weft__ctx_save_and_call_here, @function
+    .p2align 4
+weft__ctx_save_and_call_here:
+    .cfi_startproc
+    pushq   %rbp
+    pushq   %rbx
+    pushq   %r12
+    pushq   %r13
+    pushq   %r14
+    pushq   %r15
+    subq    $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw  4(%rsp)
+    movq    %rsp, (%rdi)
+    movq    %rdx, %rdi
+    andq    $-16, %rsp          /* 16-byte aligned before the call (it is already) */
+    callq   *%rsi
+    ud2
+    .cfi_endproc
+    .size   weft__ctx_save_and_call_here, .-weft__ctx_save_and_call_here
+
 /* void weft__ctx_switch(ctx *save, void *to_sp, void (*fn)(void*), void *arg)
  * Saves the caller in *save as weft__ctx_save_and_call does, moves to the
  * stack of a context saved there (or made by weft__ctx_make) whose stack
