@@ -37,7 +37,12 @@
  *      when chores are due (events, alarms, the paced poll), or when the
  *      scheduler has no take_local op: the uthread is saved, the vcore
  *      stack entered at its top, cb runs there, and the loop below picks
- *      (sched_entry steals) or idles. Preemption always comes this way.
+ *      (sched_entry steals) or idles. Preemption always comes this way, and
+ *      so does a hand-off *to* a stack-copy uthread (its stack is a run
+ *      stack that may still hold the leaving uthread's frames): cb runs on
+ *      the vcore stack, then the successor is copied in and resumed
+ *      (vc->copy_next, weft__vcore_next; stackcopy.c). A stack-copy uthread
+ *      that leaves is copied out first, on whichever stack cb runs.
  * Rejected: ucontext (a signal-mask syscall per switch); running cb before
  * the save (the next uthread would run before the previous one is safely
  * queued, and every primitive would need the flag dance); always going
