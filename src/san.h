@@ -50,13 +50,21 @@ void __tsan_release(void *addr);
 #include <valgrind/valgrind.h>
 #endif
 
-/* What a stack needs for the sanitizers; embedded in uthreads and vcores. */
+/* What a stack needs for the sanitizers; embedded in uthreads and vcores.
+ * Only the fields of the tools built in: empty in a plain build (a GNU C
+ * empty struct), so a uthread pays nothing for them. */
 struct weft__san {
+#ifdef WEFT_ASAN
     void *asan_fake;        /* ASan fake stack of this context while switched out */
+#endif
+#ifdef WEFT_TSAN
     void *tsan_fiber;       /* TSan fiber of this context */
     void *tsan_thread;      /* vcores: the kernel thread's own fiber */
     unsigned tsan_entries;  /* vcores: entries into the current fiber */
+#endif
+#ifdef WEFT_VALGRIND
     unsigned vg_id;         /* Valgrind stack id */
+#endif
 };
 
 /* weft__san_switch() announces a switch to the stack [lo, lo+size) owned by
@@ -87,7 +95,9 @@ static inline void weft__san_arrive(struct weft__san *self, const void **old_lo,
 /* weft__san_stack_new() / _free(): a stack [lo, lo+size) for a new context. */
 static inline void weft__san_stack_new(struct weft__san *s, void *lo, size_t size)
 {
+#ifdef WEFT_ASAN
     s->asan_fake = NULL;
+#endif
 #ifdef WEFT_TSAN
     s->tsan_fiber = __tsan_create_fiber(0);
 #endif
@@ -126,7 +136,9 @@ static inline void weft__san_vcore_done(struct weft__san *vcore)
 /* weft__san_thread() records the calling kernel thread's own context. */
 static inline void weft__san_thread(struct weft__san *s)
 {
+#ifdef WEFT_ASAN
     s->asan_fake = NULL;
+#endif
 #ifdef WEFT_TSAN
     s->tsan_fiber = s->tsan_thread = __tsan_get_current_fiber();
     s->tsan_entries = 0;
