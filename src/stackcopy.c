@@ -380,9 +380,14 @@ static size_t shadow_len(size_t len) { (void)len; return 0; }
 
 void weft__sc_leave(struct weft__vcore *vc, struct weft_uthread *ut)
 {
-    if (ut->copy_flags & WEFT__SC_EXITING)
-        return; /* its stack is dead: nothing to keep */
     struct weft__runstack *r = ut->rs;
+    if (ut->copy_flags & WEFT__SC_EXITING) { /* its stack is dead: nothing to keep */
+#ifdef WEFT_ASAN
+        if (r) /* its frames never returned: forget their redzones */
+            __asan_unpoison_memory_region(ut->ctx.sp, (size_t)(r->top - (char *)ut->ctx.sp));
+#endif
+        return;
+    }
     char *sp = ut->ctx.sp;
     if (WEFT__UNLIKELY(vc->sc.held != r || sp < r->lo || sp >= r->top))
         weft__panic("uthread %llu (stack-copy) switched out at %p, outside the run stack "
@@ -458,6 +463,9 @@ bool weft__sc_enter(struct weft__vcore *vc, struct weft_uthread *t, void (*start
     if (WEFT__UNLIKELY(sp != (char *)t->ctx.sp || !t->copy_buf))
         weft__panic("uthread %llu (stack-copy): its copy does not match its saved context",
                     (unsigned long long)t->id);
+#ifdef WEFT_ASAN
+    __asan_unpoison_memory_region(sp, len); /* whatever the last user left, then t's own */
+#endif
     memcpy(sp, t->copy_buf, len);
 #ifdef WEFT_ASAN
     shadow_copy(shadow_of(sp), t->copy_buf + len, sh);
