@@ -327,6 +327,17 @@ static WEFT__NOINLINE void runnable_outside(struct weft_uthread *t)
 
 /* runnable() is weft_uthread_runnable() for a caller that read its vcore
  * (NULL: a kernel thread that is not a vcore) at its entry. */
+/* runnable_copy() is the end of runnable() for a started stack-copy
+ * uthread: first to its run stack's holder, if another vcore holds it. (Out
+ * of line: the common path keeps no register across its one call.) */
+static WEFT__NOINLINE void runnable_copy(struct weft__vcore *vc, struct weft_uthread *t)
+{
+    weft__sc_wake(vc->id, t);
+    weft__crit_enter();
+    weft__rt.thread_runnable(t);
+    weft__crit_leave();
+}
+
 static inline void runnable(struct weft__vcore *vc, struct weft_uthread *t)
 {
     if (WEFT__UNLIKELY(vc == NULL)) {
@@ -344,8 +355,10 @@ static inline void runnable(struct weft__vcore *vc, struct weft_uthread *t)
     atomic_store_explicit(&t->state, WEFT__RUNNABLE, memory_order_relaxed);
     t->link.waker = vc->id;
     t->link.by_uthread = (vc->current != NULL) | (vc->in_cb << 1); /* current is NULL in cb */
-    if (WEFT__UNLIKELY(t->rs != NULL))
-        weft__sc_wake(vc->id, t); /* a started stack-copy uthread */
+    if (WEFT__UNLIKELY(t->rs != NULL)) { /* a started stack-copy uthread */
+        runnable_copy(vc, t);
+        return;
+    }
     weft__crit_enter();
     weft__rt.thread_runnable(t);
     weft__crit_leave();

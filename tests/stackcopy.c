@@ -506,6 +506,26 @@ static void *file_user(void *unused)
     memset(in, 0, sizeof in);
     CHECK(weft_pread(fd, in, sizeof in, 100) == (ssize_t)sizeof in, "pread");
     CHECK(memcmp(in, out, sizeof in) == 0, "pread returned other bytes");
+    /* sendfile from it into a socket pair whose far end another uthread
+     * reads; the offset lives on this stack. */
+    int s2[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s2) == 0, "socketpair");
+    off_t off = 100;
+    size_t sent = 0;
+    while (sent < sizeof out) {
+        ssize_t k = weft_sendfile(s2[0], fd, &off, sizeof out - sent);
+        CHECK(k > 0, "sendfile: %s", strerror(errno));
+        sent += (size_t)k;
+        size_t got = 0;
+        while (got < (size_t)k) {
+            ssize_t r = weft_read(s2[1], in + sent - (size_t)k + got, (size_t)k - got);
+            CHECK(r > 0, "read after sendfile");
+            got += (size_t)r;
+        }
+    }
+    CHECK(off == (off_t)(100 + sizeof out) && memcmp(in, out, sizeof in) == 0, "sendfile bytes");
+    weft_close(s2[0]);
+    weft_close(s2[1]);
     CHECK_RC(weft_close(fd), 0);
     unlink(path);
     return (void *)1;

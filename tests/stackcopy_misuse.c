@@ -9,6 +9,7 @@
  *   mutex-on-stack  an ordinary uthread waits for a mutex that lives on a
  *                   stack-copy uthread's stack;
  *   alarm-on-stack  an alarm on a stack-copy uthread's stack is armed;
+ *   offload-on-stack  weft_offload() is handed an argument on that stack;
  *   overflow        a stack-copy uthread recurses past its run stack: the
  *                   guard below the run stack faults and the report names
  *                   the uthread, as for an ordinary one.
@@ -17,6 +18,7 @@
 #include "child.h"
 
 #include <inttypes.h>
+#include <weft/io.h>
 #include <weft/sync.h>
 #include <weft/time.h>
 
@@ -86,6 +88,20 @@ REAL_STACK static void *alarm_on_stack(void *unused)
     return NULL;
 }
 
+static void *read_it(void *arg)
+{
+    return (void *)(uintptr_t)*(int *)arg;
+}
+
+REAL_STACK static void *offload_on_stack(void *unused)
+{
+    (void)unused;
+    int value = 42; /* wrong: the helper thread reads it while we wait */
+    void *r;
+    weft_offload(read_it, &value, &r);
+    return r;
+}
+
 static volatile unsigned sink;
 static __attribute__((noinline)) unsigned dive(unsigned depth)
 {
@@ -118,6 +134,8 @@ static int child_main(const char *what)
         CHECK_RC(weft_spawn(&t, NULL, waits_for_it, NULL), 0);
     } else if (strcmp(what, "alarm-on-stack") == 0) {
         CHECK_RC(weft_spawn(&t, &copy_attr, alarm_on_stack, NULL), 0);
+    } else if (strcmp(what, "offload-on-stack") == 0) {
+        CHECK_RC(weft_spawn(&t, &copy_attr, offload_on_stack, NULL), 0);
     } else {
         weft_attr_t a = { .flags = WEFT_STACK_COPY, .name = "deep-copy" };
         CHECK_RC(weft_spawn(&t, &a, diver, NULL), 0);
@@ -161,6 +179,8 @@ int main(int argc, char **argv)
     run_case("mutex-on-stack", "a futex word (mutex");
     check_phase("armed alarm on a stack-copy stack");
     run_case("alarm-on-stack", "an armed alarm at");
+    check_phase("weft_offload's argument on a stack-copy stack");
+    run_case("offload-on-stack", "the argument of weft_offload() at");
     check_phase("overflow of the run stack");
     run_case("overflow", NULL);
     fprintf(stderr, "stackcopy_misuse: ok\n");

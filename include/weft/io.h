@@ -123,7 +123,9 @@ void weft_fd_forget(int fd);
  * up to WEFT_OFFLOAD_THREADS helpers (default 64) and a helper exits after
  * 2 s idle; a call that finds every helper busy at the bound waits for one.
  * Outside a uthread fn runs on the calling thread. Returns 0, or EAGAIN if
- * no helper exists and none could be started (fn did not run). */
+ * no helper exists and none could be started (fn did not run). From a
+ * stack-copy uthread arg must not point into its stack (weft.h): that aborts
+ * with a message. */
 int weft_offload(void *(*fn)(void *), void *arg, void **result);
 
 /* open(2), pread(2), pwrite(2), fsync(2) for regular files, without holding

@@ -138,8 +138,11 @@ int weft_offload(void *(*fn)(void *), void *arg, void **result)
     /* The helper uses the job while we wait: a stack-copy uthread's goes
      * in the heap (its stack is somebody else's meanwhile). */
     struct job local = { 0 }, *j = &local;
-    if (weft_self()->copy && !(j = calloc(1, sizeof *j)))
-        return ENOMEM;
+    if (weft_self()->copy) {
+        weft__sc_check(arg, "the argument of weft_offload()"); /* the helper reads it */
+        if (!(j = calloc(1, sizeof *j)))
+            return ENOMEM;
+    }
     j->fn = fn;
     j->arg = arg;
     weft__waiter_init(&j->w);
