@@ -188,7 +188,10 @@ static bool stop_when_stopped(struct weft_alarm *a)
     return was_armed; /* dropped: its callback never ran */
 }
 
-bool weft_alarm_stop(struct weft_alarm *a)
+/* stop() is weft_alarm_stop(); may_sleep false: a uthread waits out a
+ * running callback spinning and yielding instead of sleeping on the state
+ * word (weft__alarm_stop_own). */
+static bool stop(struct weft_alarm *a, bool may_sleep)
 {
     struct weft__vcore *vc = weft__vc();
     bool outside = vc == NULL;
@@ -217,6 +220,10 @@ bool weft_alarm_stop(struct weft_alarm *a)
                 break; /* its own callback, or vcore context: do not wait */
             if (spins++ < STOP_SPIN) {
                 weft__cpu_relax(); /* callbacks are short, by contract */
+                continue;
+            }
+            if (!may_sleep) {
+                weft_yield(); /* a uthread: its runner is another vcore */
                 continue;
             }
             /* Sleep until its runner leaves FIRING (it wakes us by address). */
@@ -255,6 +262,16 @@ bool weft_alarm_stop(struct weft_alarm *a)
     if (outside)
         weft__outside_leave();
     return stopped;
+}
+
+bool weft_alarm_stop(struct weft_alarm *a)
+{
+    return stop(a, true);
+}
+
+bool weft__alarm_stop_own(struct weft_alarm *a)
+{
+    return stop(a, false);
 }
 
 /* rearm_lost() reports, once, a start made from an alarm's own callback
@@ -486,7 +503,7 @@ int weft_sleep_until_ns(uint64_t deadline)
     s->tm.deadline = deadline;
     s->err = 0;
     weft_uthread_yield(sleep_cb, s);
-    weft_alarm_stop(&s->tm); /* waits until sleep_fire has returned */
+    weft__alarm_stop_own(&s->tm); /* waits until sleep_fire has returned */
     return s->err;
 }
 

@@ -75,9 +75,9 @@ struct weft__waiter {
 
 /* What a timed wait hands its yield callback and its timer, for the length
  * of the wait: weft__wait()'s deadline (sync/wait.c) or a sleep (alarm.c).
- * An untimed wait's record is on its stack (only the callback reads it):
- * weft_alarm_stop() of this record's alarm may itself wait, untimed, and
- * must not reuse it. */
+ * An untimed wait's record is on its stack (only the callback reads it).
+ * The timed wait stops its alarm with weft__alarm_stop_own(), which never
+ * waits (a wait would reuse the waiter the timeout may be reading). */
 struct weft__wait_rec {
     struct weft_alarm tm;            /* the deadline, or the sleep's wake-up */
     uint32_t *lock;                  /* weft__wait: the queue's lock, released by the callback */
@@ -96,9 +96,9 @@ struct weft__wait_rec {
  *
  * Nothing that others reach while a uthread is switched out may be on its
  * stack: a stack-copy uthread's stack is somebody else's then. Its waiter
- * and its timed wait's record are here (wait, rec), one wait at a time; the
- * wait inside weft_alarm_stop() after a timed wait reuses the waiter, so a
- * waiter's status is read before that stop. */
+ * and its timed wait's record are here (wait, rec), one wait at a time:
+ * nothing that runs between two waits of a uthread may wait (the end of a
+ * timed wait stops its alarm without waiting: weft__alarm_stop_own). */
 struct weft_uthread {
     struct weft_sched_link link;     /* MUST be first: <weft/sched.h> */
     struct weft__ctx ctx;            /* saved context; valid unless RUNNING */
@@ -651,6 +651,12 @@ void weft__io_poll_if_stale(uint64_t now);
 void weft__io_wakeup(void);
 
 /* ---- timers (alarm.c) ------------------------------------------------------- */
+
+/* weft__alarm_stop_own() is weft_alarm_stop() for an alarm of a uthread's
+ * own wait record, called by that uthread: it waits out a running callback
+ * without sleeping. A sleep would be a wait, and a wait reuses the
+ * uthread's waiter, which that very callback (a timeout) may be reading. */
+bool weft__alarm_stop_own(struct weft_alarm *a);
 
 /* weft__alarm_arm() puts a (deadline and cb set, not armed) on the calling
  * vcore's heap (round robin from outside). Returns 0, or ENOMEM (the heap

@@ -141,12 +141,19 @@ static bool signal_frame_overflow(struct weft_uthread *t, siginfo_t *si, void *u
 }
 
 /* canary_overflow(): an unguarded stack has nothing below it to fault in,
- * so a deep recursion writes into whatever lies below and faults wherever;
- * the interrupted stack pointer below the stack's bottom names it. */
-static bool canary_overflow(struct weft_uthread *t, void *uc)
+ * so a deep recursion writes into whatever lies below and faults wherever:
+ * the interrupted stack pointer below the stack's bottom names it, or, when
+ * what lies below faults at once, an access just below the bottom made
+ * from a stack pointer still at it. */
+static bool canary_overflow(struct weft_uthread *t, siginfo_t *si, void *uc)
 {
     uintptr_t sp = interrupted_sp(uc), lo = (uintptr_t)t->stack_lo;
-    return sp && sp < lo && lo - sp <= (uintptr_t)16 * GUARD_MAX;
+    uintptr_t a = (uintptr_t)si->si_addr;
+    if (!sp)
+        return false;
+    if (sp < lo)
+        return lo - sp <= (uintptr_t)16 * GUARD_MAX;
+    return a < lo && lo - a <= GUARD_MAX && sp - lo < frame_room;
 }
 
 static void segv_handler(int sig, siginfo_t *si, void *uc)
@@ -163,7 +170,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
             overflow_report(t, "");
         if (t && signal_frame_overflow(t, si, uc))
             overflow_report(t, " (a signal frame did not fit below the stack pointer)");
-        if (t && !t->guarded && !t->copy && canary_overflow(t, uc))
+        if (t && !t->guarded && !t->copy && canary_overflow(t, si, uc))
             overflow_report(t, " (it had no guard page: memory below it may be corrupt)");
         if (!t && addr >= vc->stack_lo - weft__page_size && addr < vc->stack_lo) {
             static const char msg[] = "weft: vcore context overflowed its stack\n";
@@ -359,16 +366,33 @@ static struct weft_uthread *map_new(size_t size)
     return t;
 }
 
+/* CACHE_BATCH shells move between a vcore's cache and the global one at a
+ * time: a vcore that spawns what another one runs to its end (stealing
+ * spreads a batch of spawns) takes the global lock once per batch. */
+#define CACHE_BATCH 32
+
 struct weft_uthread *weft__uthread_alloc(size_t size)
 {
     struct weft_uthread *t = NULL;
     if (size == weft__rt.stack_size) {
         struct weft__vcore *vc = weft__vc();
+        if (vc && !vc->cache) { /* refill from the global cache */
+            weft__spin_lock(&global_cache.lock);
+            while (global_cache.list && vc->ncache < CACHE_BATCH) {
+                struct weft_uthread *c = global_cache.list;
+                global_cache.list = c->cache_next;
+                global_cache.n--;
+                c->cache_next = vc->cache;
+                vc->cache = c;
+                vc->ncache++;
+            }
+            weft__spin_unlock(&global_cache.lock);
+        }
         if (vc && vc->cache) {
             t = vc->cache;
             vc->cache = t->cache_next;
             vc->ncache--;
-        } else {
+        } else if (!vc) {
             weft__spin_lock(&global_cache.lock);
             t = global_cache.list;
             if (t) {
@@ -394,22 +418,37 @@ void weft__uthread_free(struct weft_uthread *t)
     bool running = atomic_load_explicit(&weft__rt.state, memory_order_relaxed) == WEFT__RUNNING_RT;
     if (running && t->asked_size == weft__rt.stack_size) {
         struct weft__vcore *vc = weft__vc();
+        if (vc && vc->ncache == VCORE_CACHE_MAX) { /* full: a batch to the global cache */
+            weft__spin_lock(&global_cache.lock);
+            while (vc->ncache > VCORE_CACHE_MAX - CACHE_BATCH &&
+                   global_cache.n < GLOBAL_CACHE_MAX) {
+                struct weft_uthread *c = vc->cache;
+                vc->cache = c->cache_next;
+                vc->ncache--;
+                c->cache_next = global_cache.list;
+                global_cache.list = c;
+                global_cache.n++;
+            }
+            weft__spin_unlock(&global_cache.lock);
+        }
         if (vc && vc->ncache < VCORE_CACHE_MAX) {
             t->cache_next = vc->cache;
             vc->cache = t;
             vc->ncache++;
             return;
         }
-        weft__spin_lock(&global_cache.lock);
-        bool kept = global_cache.n < GLOBAL_CACHE_MAX;
-        if (kept) {
-            t->cache_next = global_cache.list;
-            global_cache.list = t;
-            global_cache.n++;
+        if (!vc) {
+            weft__spin_lock(&global_cache.lock);
+            bool kept = global_cache.n < GLOBAL_CACHE_MAX;
+            if (kept) {
+                t->cache_next = global_cache.list;
+                global_cache.list = t;
+                global_cache.n++;
+            }
+            weft__spin_unlock(&global_cache.lock);
+            if (kept)
+                return;
         }
-        weft__spin_unlock(&global_cache.lock);
-        if (kept)
-            return;
     }
     unmap(t);
 }

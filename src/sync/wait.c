@@ -142,8 +142,7 @@ int weft__wait(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *w,
     if (deadline_ns == WEFT_FOREVER) {
         /* Only the callback reads the record: it may be on our stack (a
          * stack-copy uthread's stack is still there while the callback
-         * runs). And so it must: weft_alarm_stop() below may wait here, in
-         * the middle of a timed wait that uses the uthread's record. */
+         * runs). */
         struct weft__wait_rec b = { .lock = lock, .q = q, .w = w, .why = why };
         b.tm.deadline = WEFT_FOREVER;
         weft_uthread_yield(block_cb, &b);
@@ -159,9 +158,10 @@ int weft__wait(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *w,
     weft_alarm_init(&b->tm, block_timeout);
     b->tm.deadline = deadline_ns;
     weft_uthread_yield(block_cb, b);
-    int status = w->status; /* before the stop: a wait in it reuses the waiter */
-    weft_alarm_stop(&b->tm); /* waits out a timeout that lost the race */
-    return status;
+    /* Waits out a timeout that lost the race (it reads w, so without a
+     * wait of ours that would reuse w). */
+    weft__alarm_stop_own(&b->tm);
+    return w->status;
 }
 
 void weft__waiter_wake(struct weft__waiter *w)
