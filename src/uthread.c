@@ -338,12 +338,9 @@ static WEFT__NOINLINE void runnable_copy(struct weft__vcore *vc, struct weft_uth
     weft__crit_leave();
 }
 
-static inline void runnable(struct weft__vcore *vc, struct weft_uthread *t)
+/* runnable_by() is runnable() on a vcore, by (t->link.by_uthread) known. */
+static inline void runnable_by(struct weft__vcore *vc, struct weft_uthread *t, int by)
 {
-    if (WEFT__UNLIKELY(vc == NULL)) {
-        runnable_outside(t);
-        return;
-    }
     /* A check, not a CAS (an RMW costs more than the rest of a wake-up):
      * only the one party that won the wait's own protocol (the park word,
      * the waiter's lock) gets here, and it publishes t through the
@@ -354,7 +351,7 @@ static inline void runnable(struct weft__vcore *vc, struct weft_uthread *t)
                     "is on at most one run queue)", (unsigned long long)t->id, st);
     atomic_store_explicit(&t->state, WEFT__RUNNABLE, memory_order_relaxed);
     t->link.waker = vc->id;
-    t->link.by_uthread = (vc->current != NULL) | (vc->in_cb << 1); /* current is NULL in cb */
+    t->link.by_uthread = by;
     if (WEFT__UNLIKELY(t->rs != NULL)) { /* a started stack-copy uthread */
         runnable_copy(vc, t);
         return;
@@ -362,6 +359,15 @@ static inline void runnable(struct weft__vcore *vc, struct weft_uthread *t)
     weft__crit_enter();
     weft__rt.thread_runnable(t);
     weft__crit_leave();
+}
+
+static inline void runnable(struct weft__vcore *vc, struct weft_uthread *t)
+{
+    if (WEFT__UNLIKELY(vc == NULL)) {
+        runnable_outside(t);
+        return;
+    }
+    runnable_by(vc, t, (vc->current != NULL) | (vc->in_cb << 1)); /* current is NULL in cb */
 }
 
 void weft_uthread_runnable(struct weft_uthread *t)
@@ -905,8 +911,10 @@ int weft_unpark(weft_t t)
         struct weft__vcore *vc = weft__vc_at_entry();
         if (WEFT__UNLIKELY(weft__interrupted(vc)))
             weft__defer_unpark(vc, t); /* a signal handler's: see internal.h */
+        else if (WEFT__UNLIKELY(vc == NULL))
+            runnable_outside(t);
         else
-            runnable(vc, t);
+            runnable_by(vc, t, 1); /* not interrupted: a uthread runs, not its callback */
     }
     return 0;
 }
