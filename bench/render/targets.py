@@ -106,6 +106,13 @@ def overheads(data: dict, spec: dict | None = None) -> list[dict]:
     return out
 
 
+def limit_value(t: dict) -> str:
+    """A limit's weft value in the one number format, or to a tenth when that
+    format cannot tell it from the limit (4,096.2 B against 4.00 KiB)."""
+    v = fmt_qty(t["weft_median"], t["unit"])
+    return f"{t['weft_median']:,.1f} {t['unit']}" if v == fmt_qty(t["limit"], t["unit"]) else v
+
+
 def markdown(tgts: list[dict], spec: dict | None = None) -> list[str]:
     spec = spec or load()
     md = ["| target | status | ratio (weft better above 1) | weft | peer | why this target |",
@@ -116,7 +123,7 @@ def markdown(tgts: list[dict], spec: dict | None = None) -> list[str]:
             continue
         status = (f"{t['status']} (noisy ⚠)" if t["noisy"] else
                   f"{t['status']} (one run)" if t.get("one_run") else f"**{t['status']}**")
-        weft = fmt_qty(t["weft_median"], t["unit"])
+        weft = limit_value(t) if "limit" in t else fmt_qty(t["weft_median"], t["unit"])
         if "limit" in t:
             md.append(f"| {t['target']} | {status} | {weft} (needs ≤ "
                       f"{fmt_qty(t['limit'], t['unit'])}) | {weft} | — | {t['source']} |")
@@ -127,7 +134,7 @@ def markdown(tgts: list[dict], spec: dict | None = None) -> list[str]:
     short = [t for t in tgts if t["status"] == "not met"]
     if short:
         md += ["", "Where weft falls short: " + "; ".join(
-            f"{t['target']} ({fmt_qty(t['weft_median'], t['unit'])})" if "limit" in t
+            f"{t['target']} ({limit_value(t)})" if "limit" in t
             else f"{t['target']} ({sig3(t['ratio'])}×)" for t in short) + "."]
         whys = [w["text"] for w in spec.get("why_short", [])
                 if any(t["target"].startswith(w["prefix"]) for t in short)]
