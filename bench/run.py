@@ -217,6 +217,8 @@ def run_ring(impls: list[S.RingImpl], sizes: list[int], bins: builder.Binaries, 
                     alive.append(im)
             m_for: dict[str, int] = {}
             size_warmup, size_rounds = S.ring_rounds(threads, full, warmup, rounds)
+            for r in cur.values():
+                r.extra["kept_rounds"] = size_rounds
             for rnd in range(size_warmup + size_rounds):
                 kept = rnd >= size_warmup
                 for im in list(alive):

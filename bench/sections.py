@@ -686,7 +686,7 @@ RING_QUICK_BIG_ROUNDS = 1
 def ring_not_run(im: RingImpl, threads: int, full: bool) -> str:
     """Why im is left out at this size in this set ("" if it runs)."""
     if not full and threads >= RING_QUICK_BIG and not im.quick_big:
-        return f"not run at {threads:,} threads in the quick set (the full set runs it)"
+        return f"not run at {threads:,} threads in the quick set, only in the full set"
     return ""
 
 

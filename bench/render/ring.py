@@ -83,8 +83,8 @@ def render(ctx: Ctx, rows: list[dict]) -> list[str]:
             cols.append(("stack copies/msg, B/copy", copies))
         md += row_table([r for r in rs if not r.get("not_run")], ctx.rounds, cols)
         left_out: dict[str, list[str]] = {}
-        for r in rs:
-            if r.get("not_run"):
+        for r in rows:                          # in the implementations' order
+            if r.get("not_run") and r["param"].startswith(f"n={n},"):
                 left_out.setdefault(r["missing"], []).append(r["impl"])
         md += [f"\n{why[0].upper() + why[1:]}: {', '.join(impls)}."
                for why, impls in left_out.items()]
