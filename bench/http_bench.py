@@ -1190,7 +1190,7 @@ def run_idle(build_dir: Path, rounds: int, log, bins=None) -> dict:
                    "each within the hard limit.",
             "pinning": f"every server pinned to CPU {SERVER_CPU} (`taskset -c {SERVER_CPU}`: one "
                        "vcore, one worker process, GOMAXPROCS=1, a current-thread runtime) as "
-                       "in the HTTP section; the driver's client unpinned; loopback",
+                       "in the HTTP section; the driver's client unpinned; loopback.",
             "servers": {s.name: {"describe": s.describe, "cmd": s.cmd, "env": s.env,
                                  "missing": s.missing or None} for s in all_servers}}
     return {"rows": rows, "runs": runs, "meta": meta}
