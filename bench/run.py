@@ -21,7 +21,8 @@ runtime's counters) are kept per sample in the row's "details". The ring:
 for each (N, threads) the implementations are interleaved the same way; the
 warm-up run also sizes the round count M so that a run lasts about
 RING_TARGET_S; an implementation that hits a resource limit (or times out)
-at some size is recorded as stopping there and not run at larger sizes.
+at some size is recorded as stopping there and not run at larger sizes. The
+quick set's 10^6 threads: sections.ring_not_run / ring_rounds.
 HTTP: see bench/http_bench.py (run_http; the idle keep-alive connections,
 section httpidle: run_idle). Memory per idle thread: run_idlemem(), the
 ring's "stops at T" rule over the section's jobs.

@@ -4,8 +4,10 @@ feed it, how they are pinned, and which rows are compared with which.
 A Section lists Jobs (one program invocation each, printing one RESULT line per
 row it names). bench/run.py runs the jobs of a section interleaved (A B C, A B
 C, ...) for the warm-up and kept rounds. The ring section is different: its
-jobs are generated per (N, thread count, implementation) by ring_plan(), and
-run.py sizes each run's round count itself.
+runs are generated per (N, thread count, implementation) from ring_impls()
+and ring_sizes() by run.py, which sizes each run's round count itself;
+ring_not_run() and ring_rounds() say which implementations the quick set
+runs at its largest size, and how often.
 
 group(impl, param) puts rows that may be compared in one group: the report
 gives weft's ratio to the best peer of each group that has a weft row. Rows of

@@ -95,6 +95,7 @@ def only_counts(s: dict, rows: list[dict]) -> list[str]:
                         + (f", all {t:,} created and parked in {sig3(c * t / 1e9)} s" if c
                            else "") + (f", peak resident set {fmt_qty(peak * 1024, 'B')}"
                                        if peak else ""))
-        md += ["", f"At {t:,} threads only {', '.join(only)} run (the others' cells say "
+        verb = "runs" if len(only) == 1 else "run"
+        md += ["", f"At {t:,} threads only {', '.join(only)} {verb} (the others' cells say "
                    "\"not run\"): " + "; ".join(what) + "."]
     return md
