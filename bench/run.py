@@ -180,11 +180,12 @@ def note_tokens(notes: list[list[str]]) -> dict[str, float]:
     for _, text in notes:
         for tok in text.split():
             k, eq, v = tok.partition("=")
-            try:
-                out[k] = float(v) if eq else None
-            except ValueError:
-                continue
-    return {k: v for k, v in out.items() if v is not None}
+            if eq:
+                try:
+                    out[k] = float(v)
+                except ValueError:
+                    pass
+    return out
 
 
 def run_ring(impls: list[S.RingImpl], sizes: list[int], bins: builder.Binaries, rounds: int,
