@@ -215,12 +215,8 @@ def machine_base() -> dict:
                 break
     except OSError:
         pass
-    mem = ""
-    try:
-        m = re.search(r"MemTotal:\s+(\d+) kB", Path("/proc/meminfo").read_text())
-        mem = f"{int(m.group(1)) / 1048576:.1f} GiB" if m else ""
-    except OSError:
-        pass
+    total = meminfo_bytes("MemTotal")
+    mem = f"{total / (1 << 30):.1f} GiB" if total else ""
     return {
         "host": socket.gethostname(),
         "cpu_model": cpu,
@@ -234,6 +230,15 @@ def machine_base() -> dict:
         "git_rev": first_line(["git", "rev-parse", "HEAD"]) or "no commit yet",
         "git_dirty": bool(first_line(["git", "status", "--porcelain"])),
     }
+
+
+def meminfo_bytes(key: str) -> int | None:
+    """A /proc/meminfo field (MemTotal, MemAvailable, ...) in bytes, None if unreadable."""
+    try:
+        m = re.search(rf"^{key}:\s+(\d+) kB", Path("/proc/meminfo").read_text(), re.M)
+    except OSError:
+        return None
+    return int(m.group(1)) * 1024 if m else None
 
 
 def host_slug(host: str) -> str:

@@ -32,6 +32,7 @@ RENDERERS = [(name, lambda ctx, rows, name=name: micro.render(ctx, name, rows))
     ("scaling", scaling.render),
     ("idlemem", idlemem.render),
     ("http", http.render),
+    ("httpidle", http.render_idle),
     ("fairness", preempt.render_fairness),
     ("wakelat", preempt.render_wakelat),
     ("yieldpass", yieldpass.render),

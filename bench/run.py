@@ -21,8 +21,10 @@ runtime's counters) are kept per sample in the row's "details". The ring:
 for each (N, threads) the implementations are interleaved the same way; the
 warm-up run also sizes the round count M so that a run lasts about
 RING_TARGET_S; an implementation that hits a resource limit (or times out)
-at some size is recorded as stopping there and not run at larger sizes.
-HTTP: see bench/http_bench.py. Memory per idle thread: run_idlemem(), the
+at some size is recorded as stopping there and not run at larger sizes. The
+quick set's 10^6 threads: sections.ring_not_run / ring_rounds.
+HTTP: see bench/http_bench.py (run_http; the idle keep-alive connections,
+section httpidle: run_idle). Memory per idle thread: run_idlemem(), the
 ring's "stops at T" rule over the section's jobs.
 
 The exit status is 1 when a run failed (a wrong result, a crash, a hang);
@@ -45,7 +47,7 @@ import build as builder
 import http_bench
 import sections as S
 from benchlib import (LIMIT_EXIT, ROOT, SKIP_EXIT, Row, clean_env, describe_failure,
-                     host_slug, machine_base, run_program)
+                     host_slug, machine_base, meminfo_bytes, run_program)
 
 RUN_TIMEOUT_S = 60            # one micro-benchmark run (normally 1-3 s)
 RING_TIMEOUT_S = 150          # one ring run, creation of up to a million threads included
@@ -171,12 +173,29 @@ def ring_rate(run: dict) -> float | None:
     return None
 
 
+def note_tokens(notes: list[list[str]]) -> dict[str, float]:
+    """The numeric key=value tokens of a run's NOTE lines (the ring's
+    shared_rmw_per_msg, stack_copies_per_msg, ...)."""
+    out = {}
+    for _, text in notes:
+        for tok in text.split():
+            k, eq, v = tok.partition("=")
+            if eq:
+                try:
+                    out[k] = float(v)
+                except ValueError:
+                    pass
+    return out
+
+
 def run_ring(impls: list[S.RingImpl], sizes: list[int], bins: builder.Binaries, rounds: int,
-             warmup: int, target_s: float, section: str = "ring",
+             warmup: int, target_s: float, full: bool, section: str = "ring",
              ns: tuple[int, ...] = S.RING_NS, tag: str = "") -> tuple[list[Row], list[dict]]:
     """The ring's runs for every N and size (the scaling section's too: its
     rows get section "scaling", param and group "ring-nN,k=K" from tag
-    "k=K")."""
+    "k=K"). full: the full set's rules, else the quick set's for its largest
+    size (sections.ring_not_run, ring_rounds). A kept run's NOTE tokens are
+    its sample's details."""
     rows: list[Row] = []
     runs: list[dict] = []
     for n in ns:
@@ -192,12 +211,18 @@ def run_ring(impls: list[S.RingImpl], sizes: list[int], bins: builder.Binaries, 
                         extra={"class": im.cls, "rss_mib": [], "rounds": None})
                 cur[im.label] = r
                 rows.append(r)
-                r.missing = why_not_run(bins, im.kind, im.program, im.label, stopped)
+                left_out = S.ring_not_run(im, threads, full)
+                if left_out:
+                    r.extra["not_run"] = True
+                r.missing = left_out or why_not_run(bins, im.kind, im.program, im.label, stopped)
                 if not r.missing:
                     alive.append(im)
             m_for: dict[str, int] = {}
-            for rnd in range(warmup + rounds):
-                kept = rnd >= warmup
+            size_warmup, size_rounds = S.ring_rounds(threads, full, warmup, rounds)
+            for r in cur.values():
+                r.extra["kept_rounds"] = size_rounds
+            for rnd in range(size_warmup + size_rounds):
+                kept = rnd >= size_warmup
                 for im in list(alive):
                     r = cur[im.label]
                     path, _ = bins.lookup(im.kind, im.program)
@@ -225,6 +250,7 @@ def run_ring(impls: list[S.RingImpl], sizes: list[int], bins: builder.Binaries, 
                     if kept:
                         r.samples.append(rate)
                         r.extra["rss_mib"].append(round(run["max_rss_kib"] / 1024, 1))
+                        r.extra.setdefault("details", []).append(note_tokens(run["notes"]))
                     log(f"  {rate / 1e6:.2f} M msg/s, max RSS {run['max_rss_kib'] / 1024:.0f} MiB")
     for r in rows:
         rss = r.extra["rss_mib"]
@@ -240,8 +266,10 @@ def run_idlemem(sec: S.Section, bins: builder.Binaries, rounds: int, warmup: int
     order, the implementations interleaved per count (warm-up + kept rounds;
     from sec.meta["big_threads"] on, no warm-up and at most "big_rounds"
     kept); as in the ring, an implementation (job.label) that hits a limit
-    (exit 75), hangs or is killed at some count stops there. A sample's
-    details are its RESULT line's extra tokens plus the driver's max RSS."""
+    (exit 75), hangs or is killed at some count stops there. A count that
+    needs more memory than the machine has available (sec.meta["mem_needed"])
+    is not run, and its rows say why. A sample's details are its RESULT
+    line's extra tokens plus the driver's max RSS."""
     del target_ms                                     # the programs do not size themselves
     rows: dict[tuple[str, str], Row] = {}
     for job in sec.jobs:
@@ -260,10 +288,14 @@ def run_idlemem(sec: S.Section, bins: builder.Binaries, rounds: int, warmup: int
         threads = int(level.split("=")[1])
         big = threads >= sec.meta.get("big_threads", 1 << 62)
         lvl_warmup, lvl_rounds = (0, min(rounds, sec.meta["big_rounds"])) if big else (warmup, rounds)
+        need = sec.meta.get("mem_needed", {}).get(str(threads))
+        free = meminfo_bytes("MemAvailable") if need else None
+        short = (f"not run: needs {need / (1 << 30):.0f} GiB of free memory, the machine had "
+                 f"{free / (1 << 30):.1f} GiB (MemAvailable)") if free and free < need else ""
         alive = []
         for job in jobs:
             r = rows[job.rows[0]]
-            r.missing = why_not_run(bins, job.kind, job.program, job.label, stopped)
+            r.missing = short or why_not_run(bins, job.kind, job.program, job.label, stopped)
             if not r.missing:
                 alive.append(job)
         for rnd in range(lvl_warmup + lvl_rounds):
@@ -316,7 +348,8 @@ def main() -> int:
                          "(quick: 2 s)")
     ap.add_argument("--only", default="",
                     help="comma-separated sections: baseline,yield,spawn,pingpong,mutex,"
-                         "netpingpong,fairness,wakelat,yieldpass,idlemem,ring,scaling,http")
+                         "netpingpong,fairness,wakelat,yieldpass,idlemem,ring,scaling,http,"
+                         "httpidle")
     ap.add_argument("--rounds", type=int, help="kept rounds per program (quick 3, full 5)")
     ap.add_argument("--warmup-rounds", type=int, default=1, help="discarded rounds (default 1)")
     ap.add_argument("--build-dir", default=str(ROOT / "build"))
@@ -335,7 +368,7 @@ def main() -> int:
     micro = S.micro_sections(ncpu) + S.preempt_sections(ncpu, full) + [S.yieldpass_section(full)]
     micro.append(S.idlemem_section(full))          # run by run_idlemem()
     scaling = S.scaling_section(ncpu)
-    names = [s.name for s in micro] + ["ring", "scaling", "http"]
+    names = [s.name for s in micro] + ["ring", "scaling", "http", "httpidle"]
     wanted = set(args.only.split(",")) if args.only else set(names)
     unknown = wanted - set(names)
     if unknown:
@@ -345,7 +378,7 @@ def main() -> int:
     programs = {(j.kind, j.program) for s in micro for j in s.jobs}
     if "ring" in wanted:
         programs |= {(im.kind, im.program) for im in impls}
-    if "http" in wanted:
+    if "http" in wanted or "httpidle" in wanted:
         programs |= set(http_bench.PROGRAMS)
     if "scaling" in wanted:
         programs |= {(j.kind, j.program) for j in scaling.jobs}
@@ -371,13 +404,19 @@ def main() -> int:
         log(f"{sec.name}: {meta[sec.name]['seconds']:.0f} s")
     if "ring" in wanted:
         sizes = S.ring_sizes(full)
-        r, x = run_ring(impls, sizes, bins, rounds, args.warmup_rounds, ring_target_s)
+        t0 = time.monotonic()
+        r, x = run_ring(impls, sizes, bins, rounds, args.warmup_rounds, ring_target_s, full)
         rows += r
         runs += x
         meta["ring"] = {"sizes": sizes, "ns": list(S.RING_NS), "target_s": ring_target_s,
                         "impls": [{"label": im.label, "class": im.cls, "idiom": im.idiom,
                                    "cpus": sorted(im.cpus) if im.cpus else None,
-                                   "env": im.env, "args": im.args} for im in impls]}
+                                   "env": im.env, "args": im.args, "quick_big": im.quick_big}
+                                  for im in impls],
+                        "quick_big": None if full else {"threads": S.RING_QUICK_BIG,
+                                                        "rounds": S.RING_QUICK_BIG_ROUNDS},
+                        "seconds": round(time.monotonic() - t0, 1)}
+        log(f"ring: {meta['ring']['seconds']:.0f} s")
     if "scaling" in wanted:
         t0 = time.monotonic()
         r, x = run_section(scaling, bins, rounds, args.warmup_rounds, target_ms)
@@ -385,7 +424,7 @@ def main() -> int:
         runs += x
         for k in S.scaling_ks(ncpu):
             r, x = run_ring(S.scaling_ring_impls(k), [S.SCALING_RING_THREADS], bins, rounds,
-                            args.warmup_rounds, ring_target_s, section="scaling",
+                            args.warmup_rounds, ring_target_s, full, section="scaling",
                             ns=S.SCALING_RING_NS, tag=f"k={k}")
             rows += r
             runs += x
@@ -409,6 +448,12 @@ def main() -> int:
         rows += res["rows"]
         runs += res["runs"]
         meta["http"] = res["meta"]
+    if "httpidle" in wanted:
+        res = http_bench.run_idle(build_dir, rounds, log, bins)
+        rows += res["rows"]
+        runs += res["runs"]
+        meta["httpidle"] = res["meta"]
+        log(f"httpidle: {res['meta']['seconds']:.0f} s")
 
     machine["loadavg_at_end"] = list(os.getloadavg())
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

@@ -4,8 +4,10 @@ feed it, how they are pinned, and which rows are compared with which.
 A Section lists Jobs (one program invocation each, printing one RESULT line per
 row it names). bench/run.py runs the jobs of a section interleaved (A B C, A B
 C, ...) for the warm-up and kept rounds. The ring section is different: its
-jobs are generated per (N, thread count, implementation) by ring_plan(), and
-run.py sizes each run's round count itself.
+runs are generated per (N, thread count, implementation) from ring_impls()
+and ring_sizes() by run.py, which sizes each run's round count itself;
+ring_not_run() and ring_rounds() say which implementations the quick set
+runs at its largest size, and how often.
 
 group(impl, param) puts rows that may be compared in one group: the report
 gives weft's ratio to the best peer of each group that has a weft row. Rows of
@@ -136,9 +138,12 @@ def micro_sections(ncpu: int) -> list[Section]:
             "spawn", "Spawn: ns per spawn + join of an empty thread",
             "ns per spawn+join (lower is better)", "lower",
             "A parent creates an empty thread and waits for it, one at a time (join=each) or "
-            "in batches of 1000; run time ÷ threads.",
-            f"No pinning. weft: all vcores ({ncpu} here); the spawner is a uthread, except "
-            "from=main (main is an ordinary kernel thread). pthread: default attributes. Go: "
+            "in batches of 1000; run time ÷ threads. weft-stackcopy: the same program with "
+            "every child spawned WEFT_STACK_COPY (`weft_spawn --child-stack-copy`), the spawner "
+            "an ordinary uthread: a stack-copy uthread that returns without blocking copies no "
+            "stack (and one joined before it started runs on its joiner's stack).",
+            f"No pinning. weft: all vcores ({ncpu} here); the spawner is an ordinary uthread, "
+            "except from=main (main is an ordinary kernel thread). pthread: default attributes. Go: "
             "default GOMAXPROCS, go func + WaitGroup.Wait per spawn or per 1000. Boost.Fiber: one "
             "thread, round_robin, from the main fiber. C++20: the parent coroutine co_awaits each "
             "child task.",
@@ -146,6 +151,10 @@ def micro_sections(ncpu: int) -> list[Section]:
                 Job("weft_spawn", "weft", "weft_spawn",
                     [("weft", "join=each"), ("weft", "join=batch1000"),
                      ("weft", "join=each,from=main")]),
+                # right after the ordinary one: targets.toml pairs their rounds
+                Job("weft_spawn_stackcopy", "weft", "weft_spawn",
+                    [("weft-stackcopy", "join=each"), ("weft-stackcopy", "join=batch1000")],
+                    args=["--child-stack-copy"]),
                 Job("kernel_spawn", "peer", "kernel_spawn", [("pthread", "join=each")]),
                 Job("go_spawn", "go", "gobench", [("go", "join=each"), ("go", "join=batch1000")],
                     args=["spawn"]),
@@ -512,10 +521,18 @@ def yieldpass_section(full: bool) -> Section:
 # on the 2-CPU VM, so from IDLEMEM_BIG threads on there is no warm-up run and
 # at most IDLEMEM_BIG_ROUNDS[set] kept ones (the resident set per thread
 # varies by well under 1 % from run to run; creation times are then one run's).
-IDLEMEM_COUNTS = (10_000, 100_000, 1_000_000)
+IDLEMEM_COUNTS = (10_000, 100_000, 1_000_000, 10_000_000)
 IDLEMEM_BIG = 1_000_000
 IDLEMEM_BIG_ROUNDS = {"quick": 1, "full": 2}
-IDLEMEM_TIMEOUT_S = {10_000: 60, 100_000: 90, 1_000_000: 240}
+IDLEMEM_TIMEOUT_S = {10_000: 60, 100_000: 90, 1_000_000: 240, 10_000_000: 300}
+# Counts at which only some implementations run: 10^7 stack-copy uthreads take
+# ~6.5 GB and 20-30 s on the 2-CPU VM; at 10^7 the others would need 4 GB
+# (tokio) to 90 GB (weft's ordinary uthreads, Boost.Fiber), or cannot (pthreads).
+IDLEMEM_ONLY = {10_000_000: ("weft-stackcopy",)}
+# Memory a count needs free (MemAvailable) before it is run, in bytes: short of
+# it, its rows say so instead of running a program the kernel would kill (or
+# that would push a shared machine's other work out).
+IDLEMEM_MEM_NEEDED = {10_000_000: 8 << 30}
 
 
 def idlemem_section(full: bool) -> Section:
@@ -527,6 +544,8 @@ def idlemem_section(full: bool) -> Section:
     counts = IDLEMEM_COUNTS
     impls = [   # label, kind, program, args, env, cpus
         ("weft", "weft", "weft_idlemem", [], {"WEFT_VCORES": "1"}, {0}),
+        ("weft-stackcopy", "weft", "weft_idlemem", [],
+         {"WEFT_VCORES": "1", "WEFT_STACK_COPY": "1"}, {0}),
         ("go", "go", "gobench", ["idlemem"], {"GOMAXPROCS": "1"}, {0}),
         ("tokio-current-thread", "rust", "ringbench", ["idlemem"], {}, {0}),
         ("boost.fiber", "peer", "cpp_idlemem", ["fiber"], {}, {0}),
@@ -537,7 +556,8 @@ def idlemem_section(full: bool) -> Section:
     jobs = [Job(f"idlemem_{label.replace('.', '_').replace('-', '_')}_{t}", kind, program,
                 [(label, f"threads={t}")], args=args + ["--threads", str(t)], env=env, cpus=cpus,
                 label=label, timeout_s=IDLEMEM_TIMEOUT_S.get(t, 240))
-            for t in counts for label, kind, program, args, env, cpus in impls]
+            for t in counts for label, kind, program, args, env, cpus in impls
+            if label in IDLEMEM_ONLY.get(t, (label,))]
     return Section(
         "idlemem", "Memory per idle thread: T threads, each blocked",
         "bytes of resident memory per thread = (resident set with all T blocked − resident "
@@ -547,8 +567,10 @@ def idlemem_section(full: bool) -> Section:
         "reads its resident set (/proc/self/statm), creates T threads with the runtime's "
         "defaults, each of which counts its arrival and blocks: weft, weft_park() (default "
         "attributes: a 256 KiB stack mapped lazily, a guard page while vm.max_map_count "
-        "allows, a canary after); Go, a receive on one shared unbuffered channel (the default "
-        "2 KiB growable stack); tokio, an async task awaiting one shared Notify (no stack); "
+        "allows, a canary after; weft-stackcopy, the same program with WEFT_STACK_COPY=1 in "
+        "its environment: every uthread a stack-copy uthread, which keeps only a copy of the "
+        "stack it used, in a per-vcore pool, while it is parked); Go, a receive on one "
+        "shared unbuffered channel (the default 2 KiB growable stack); tokio, an async task awaiting one shared Notify (no stack); "
         "Boost.Fiber, a fiber waiting on a fiber condition variable, with the default "
         "fixedsize_stack (128 KiB, malloc'd) and with pooled_fixedsize_stack; C++20, a "
         "stackless coroutine awaiting an event (coro.hpp; a floor, not a peer); pthreads, a "
@@ -558,12 +580,18 @@ def idlemem_section(full: bool) -> Section:
         "that each ran to completion exactly once. Details: create_ns, rss_before/rss_after "
         "(bytes), vsz_per_thread (virtual size growth), the driver's max RSS (wait4, KiB); "
         "pthread: kstack_per_thread (/proc/meminfo KernelStack growth: the kernel's side, "
-        "not in the resident set); Go: stack_inuse_per_thread (runtime.MemStats).",
-        "weft: WEFT_VCORES=1 and the process pinned to CPU 0; a spawner uthread creates the T. Go "
+        "not in the resident set); Go: stack_inuse_per_thread (runtime.MemStats); "
+        "weft-stackcopy: stack_copies and copy_bytes_per_thread (the copies held while "
+        "parked). " + "; ".join(f"{t:,} threads: only {', '.join(only)}"
+                                 for t, only in IDLEMEM_ONLY.items()) + ".",
+        "weft and weft-stackcopy: WEFT_VCORES=1 and the process pinned to CPU 0; a spawner "
+        "uthread creates the T. Go "
         "(GOMAXPROCS=1), tokio (current-thread), Boost.Fiber (one thread, round_robin) and "
         "the C++20 coroutines: the process pinned to CPU 0. pthreads: unpinned.",
         jobs, floors=("c++20-coro",),
         meta={"counts": list(counts), "big_threads": IDLEMEM_BIG,
+              "only": {str(t): list(only) for t, only in IDLEMEM_ONLY.items()},
+              "mem_needed": {str(t): b for t, b in IDLEMEM_MEM_NEEDED.items()},
               "big_rounds": IDLEMEM_BIG_ROUNDS["full" if full else "quick"]})
 
 
@@ -585,9 +613,11 @@ class RingImpl:
     env: dict[str, str] = field(default_factory=dict)
     cpus: set[int] | None = None
     idiom: str = ""     # one line for the report
+    quick_big: bool = False   # also run at RING_QUICK_BIG threads in the quick set
 
 
 def ring_impls(ncpu: int) -> list[RingImpl]:
+    copy = {"WEFT_STACK_COPY": "1"}
     return [
         RingImpl("weft-1vcore", ONE_CPU, "weft", "weft_ring", env={"WEFT_VCORES": "1"},
                  cpus={0},
@@ -598,15 +628,24 @@ def ring_impls(ncpu: int) -> list[RingImpl]:
                  idiom="as weft-1vcore, all vcores: main spawns every uthread with default "
                        "attributes, the vcores take shares of them, wake-ups gather each ring "
                        "on its waker's vcore and stealing spreads the rest"),
+        RingImpl("weft-stackcopy-1vcore", ONE_CPU, "weft", "weft_ring",
+                 env={"WEFT_VCORES": "1", **copy}, cpus={0}, quick_big=True,
+                 idiom="as weft-1vcore, every uthread a stack-copy uthread (WEFT_STACK_COPY=1: "
+                       "the part of the shared run stack a uthread uses is copied out when it "
+                       "parks and back when it runs)"),
+        RingImpl(f"weft-stackcopy-{ncpu}vcores", ALL_CPUS, "weft", "weft_ring",
+                 env={"WEFT_VCORES": str(ncpu), **copy}, quick_big=True,
+                 idiom=f"as weft-{ncpu}vcores, every uthread a stack-copy uthread "
+                       "(WEFT_STACK_COPY=1)"),
         RingImpl(f"weft-{ncpu}vcores-placed", ALL_CPUS, "weft", "weft_ring",
                  args=["--placement", "placed"], env={"WEFT_VCORES": str(ncpu)},
                  idiom="as weft-1vcore, all vcores, ring r spawned on vcore r % vcores "
                        "(WEFT_ON_VCORE: a placement no peer can express; not in the summary)"),
         RingImpl("go-gomaxprocs1", ONE_CPU, "go", "gobench", args=["ring"],
-                 env={"GOMAXPROCS": "1"}, cpus={0},
+                 env={"GOMAXPROCS": "1"}, cpus={0}, quick_big=True,
                  idiom="goroutines joined by chan int of capacity 1 (a one-slot mailbox)"),
         RingImpl(f"go-gomaxprocs{ncpu}", ALL_CPUS, "go", "gobench", args=["ring"],
-                 env={"GOMAXPROCS": str(ncpu)}, idiom="as go-gomaxprocs1"),
+                 env={"GOMAXPROCS": str(ncpu)}, quick_big=True, idiom="as go-gomaxprocs1"),
         RingImpl("boost.fiber-1thread", ONE_CPU, "peer", "boost_fiber_ring",
                  args=["--workers", "1"], cpus={0},
                  idiom="fibers joined by Boost.Fiber buffered_channel (capacity 2: one "
@@ -617,13 +656,14 @@ def ring_impls(ncpu: int) -> list[RingImpl]:
                  idiom=f"the same on {ncpu} threads with the work_stealing algorithm "
                        "(better than shared_work here)"),
         RingImpl("c++20-coro", ONE_CPU, "peer", "coro_bench", args=["ring"], cpus={0},
+                 quick_big=True,
                  idiom="stackless coroutines, one-slot mailbox, symmetric transfer "
                        "(bench/peers/cpp/coro.hpp)"),
         RingImpl("tokio-current-thread", ONE_CPU, "rust", "ringbench",
-                 args=["--runtime", "current"], cpus={0},
+                 args=["--runtime", "current"], cpus={0}, quick_big=True,
                  idiom="async tasks joined by tokio mpsc channels of capacity 1"),
         RingImpl("tokio-multi-thread", ALL_CPUS, "rust", "ringbench",
-                 args=["--runtime", "multi", "--workers", str(ncpu)],
+                 args=["--runtime", "multi", "--workers", str(ncpu)], quick_big=True,
                  idiom=f"the same on tokio's multi-thread runtime, {ncpu} workers"),
         RingImpl("pthread", ALL_CPUS, "peer", "kernel_ring",
                  idiom="one pthread per ring member (default attributes), a one-slot "
@@ -634,7 +674,29 @@ def ring_impls(ncpu: int) -> list[RingImpl]:
 def ring_sizes(full: bool) -> list[int]:
     """Total thread counts N×R (multiples of 8, so both N = 2 and N = 8 divide them)."""
     return ([16, 128, 1000, 10000, 100000, 1000000] if full
-            else [16, 1000, 10000, 100000])
+            else [16, 1000, 10000, 100000, RING_QUICK_BIG])
+
+
+# The quick set's largest size: only the implementations with quick_big run
+# there (a Go run takes 10-30 s at 10^6 threads on the 2-CPU VM, ordinary weft
+# uthreads 20-35 s to create), without a warm-up and with RING_QUICK_BIG_ROUNDS
+# kept runs (M is then the sizing rule's first guess, see run.py).
+RING_QUICK_BIG = 1_000_000
+RING_QUICK_BIG_ROUNDS = 1
+
+
+def ring_not_run(im: RingImpl, threads: int, full: bool) -> str:
+    """Why im is left out at this size in this set ("" if it runs)."""
+    if not full and threads >= RING_QUICK_BIG and not im.quick_big:
+        return f"not run at {threads:,} threads in the quick set, only in the full set"
+    return ""
+
+
+def ring_rounds(threads: int, full: bool, warmup: int, rounds: int) -> tuple[int, int]:
+    """(warm-up, kept) rounds of the ring at this size."""
+    if not full and threads >= RING_QUICK_BIG:
+        return 0, min(rounds, RING_QUICK_BIG_ROUNDS)
+    return warmup, rounds
 
 
 RING_NS = (2, 8)

@@ -3,8 +3,11 @@
 report promises its reader: the floors are never "the best peer", a noisy
 ratio is marked and not bolded, every number of a column has one format,
 missing peers are reported as missing, targets are evaluated from
-bench/targets.toml, the scaling section shows every K, and the report never
-refers to the project's tracker. Run by ctest (bench_report) and by hand:
+bench/targets.toml (their metrics too: a ring's max RSS, the creation of all
+threads), the scaling section shows every K, stack-copy rows stay out of
+weft's default summary rows but have their own, implementations a set leaves
+out say so, and the report never refers to the project's tracker. Run by
+ctest (bench_report) and by hand:
 
     python3 bench/test_report.py
 """
@@ -81,6 +84,7 @@ def synthetic() -> dict:
         row("http", "nginx", "conns=100", [1.2e5, 1.21e5, 1.22e5], "requests/s", "higher",
             "conns=100", details=[{"p50_ms": 0.8, "p99_ms": 1.1}] * 3),
     ]
+    rows += stack_copy_rows()
     for k, (w, g) in {1: (7.4e6, 5.6e6), 2: (2.0e7, 1.0e7)}.items():
         rows += [row("scaling", "weft", f"ring-n8,k={k}", [w, w, w], "msg/s", "higher",
                      f"ring-n8,k={k}", **{"class": f"{k} CPUs"}),
@@ -101,17 +105,117 @@ def synthetic() -> dict:
              "env": {"WEFT_VCORES": "1"}, "args": []}]},
         "scaling": meta("Scaling: throughput against cores", ks=[1, 2], ring_threads=10000),
         "http": meta("HTTP"),
+        "idlemem": meta("Memory per idle thread", only={"10000000": ["weft-stackcopy"]}),
+        "httpidle": meta("HTTP: 10,000 idle keep-alive connections", rounds=3),
     }
+    sections["ring"]["quick_big"] = {"threads": 1000000, "rounds": 1}
+    sections["ring"]["impls"].append({"label": "weft-stackcopy-2vcores", "class": "all CPUs",
+                                      "idiom": "stack copy", "cpus": None, "env": {},
+                                      "args": [], "quick_big": True})
     return {"schema": "weft-report-1", "timestamp_utc": "20260101T000000Z", "machine": machine,
             "config": {"set": "quick", "rounds": 3, "warmup_rounds": 1, "driver_seconds": 1.0},
             "missing": {"peer:kernel_pingpong": "not built"}, "sections": sections,
             "rows": rows}
 
 
+def stack_copy_rows() -> list[dict]:
+    """Stack-copy uthreads: spawn (paired rounds), the ring at 10 000 threads (faster
+    than weft's default: must not take its summary rows) and at 1 000 000 (max RSS and
+    rate against Go; an ordinary row the quick set leaves out), idle memory to 10^7
+    (only weft-stackcopy there) and the idle HTTP connections."""
+    one, allc = "n=8,threads=10000,one CPU", "n=8,threads=1000000,all CPUs"
+    copies = [{"stack_copies_per_msg": 1.125, "bytes_per_copy": 272}] * 3
+    idle = {t: (b, c) for t, b, c in ((10 ** 6, 640.3, 566.0), (10 ** 7, 640.0, 1143.8))}
+    return [
+        row("spawn", "weft-stackcopy", "join=each", [80.0, 60.0, 150.0], "ns/spawn", "lower",
+            "join=each"),
+        row("ring", "weft-stackcopy-1vcore", "n=8,threads=10000", [9.0e7] * 3, "msg/s",
+            "higher", one, details=copies, **{"class": "one CPU", "rss_mib_median": 20,
+                                              "rss_mib": [20] * 3, "rounds": 300}),
+        row("ring", "weft-stackcopy-2vcores", "n=8,threads=1000000", [3.5e6], "msg/s",
+            "higher", allc, details=copies[:1], **{"class": "all CPUs", "rss_mib_median": 772,
+                                                   "rss_mib": [772.0], "rounds": 1,
+                                                   "kept_rounds": 1}),
+        row("ring", "go-gomaxprocs2", "n=8,threads=1000000", [0.79e6], "msg/s", "higher",
+            allc, **{"class": "all CPUs", "rss_mib_median": 2771, "rss_mib": [2771.0],
+                     "rounds": 1}),
+        row("ring", "weft-2vcores", "n=8,threads=1000000", [], "msg/s", "higher", allc,
+            missing="not run at 1,000,000 threads in the quick set, only in the full set",
+            **{"class": "all CPUs", "rss_mib": [], "not_run": True}),
+        row("idlemem", "weft", "threads=1000000", [4096.2], "B/thread", "lower",
+            "threads=1000000", details=[{"create_ns": 6367.7}]),
+        row("idlemem", "go", "threads=1000000", [2808.0], "B/thread", "lower",
+            "threads=1000000", details=[{"create_ns": 4380.8}]),
+        row("idlemem", "tokio-current-thread", "threads=1000000", [456.0], "B/thread", "lower",
+            "threads=1000000", details=[{"create_ns": 919.9}])] + [
+        row("idlemem", "weft-stackcopy", f"threads={t}", [b], "B/thread", "lower",
+            f"threads={t}", details=[{"create_ns": c, "max_rss_kib": 6316 * 1024}])
+        for t, (b, c) in idle.items()] + [
+        row("httpidle", impl, "conns=10000,idle", samples, "B/conn", "lower",
+            "conns=10000,idle", details=[{"rss_before": 2e6, "rss_after": 2e6 + v * 1e4,
+                                          "threads": th, "open_s": 0.7} for v in samples],
+            missing=why)
+        for impl, samples, th, why in (
+            ("weft", [18209.0, 18300.0, 18250.0], 3, None),
+            ("weft-stackcopy", [12281.0, 12300.0, 12290.0], 3, None),
+            ("nginx", [527.0, 530.0, 529.0], 2, None),
+            ("pthread", [], 0, "stops at 9,000 connections answered: closed by the server "
+                               "before the response"))]
+
+
 def check(cond: bool, what: str) -> None:
     if not cond:
         print(f"FAIL {what}", file=sys.stderr)
         sys.exit(1)
+
+
+def check_stack_copy(data: dict, ls: dict, tg: dict, text: str) -> None:
+    """What stack_copy_rows() must give: summary rows, targets and tables."""
+    one = ls["ring N=8, 10 000 threads, one CPU"]
+    check(one["weft"]["impl"] == "weft-1vcore",
+          f"a stack-copy row took weft's default summary row: {one['weft']['impl']}")
+    mem = ls["memory per idle thread, 1 000 000 stack-copy uthreads"]
+    check(mem["weft"]["impl"] == "weft-stackcopy" and mem["peer"]["impl"] ==
+          "tokio-current-thread", f"stack-copy idle memory row: {mem['weft']['impl']} against "
+                                  f"{mem['peer']['impl']}")
+    check(abs(mem["ratio"] - 456.0 / 640.3) < 1e-9, f"stack-copy idle memory ratio {mem['ratio']}")
+    t = tg["ring N=8, 1 000 000 threads, all CPUs: weft stack-copy uthreads' max RSS ≤ 0.5× "
+           "Go's (GOMAXPROCS=2)"]
+    check(t["status"] == "met" and abs(t["ratio"] - 2771 / 772) < 1e-9 and t["unit"] == "B",
+          f"ring RSS target: {t}")
+    t = tg["ring N=8, 1 000 000 threads, all CPUs: weft stack-copy uthreads ≥ 1.0× Go "
+           "(GOMAXPROCS=2)"]
+    check(t["status"] == "met" and t["one_run"], f"ring rate target at 10^6: {t}")
+    t = tg["spawn + join one at a time, a child that returns without blocking: a stack-copy "
+           "child ≤ 0.5× an ordinary uthread's time"]
+    # weft's rounds 100, 101, 102 (synthetic()): per round 1.25, 1.68, 0.68; of medians 1.26
+    check(abs(t["ratio"] - 1.25) < 1e-9 and t["status"] == "not met",
+          f"spawn target is not the median of the paired rounds: {t}")
+    t = tg["10 000 000 stack-copy uthreads parked on one machine: all created in < 10 s"]
+    check(t["status"] == "not met" and abs(t["weft_median"] - 11.438) < 1e-9,
+          f"creation of 10^7 (create_ns x 10^7): {t}")
+    t = tg["memory per idle thread, 1 000 000 ordinary uthreads parked: ≤ 4 KiB each"]
+    check(t["status"] == "not met", f"4096.2 B within 4 KiB: {t}")
+    tline = next(line for line in text.splitlines() if line.startswith(f"| {t['target']}"))
+    check("4,096.2 B/thread (needs ≤ 4.00 KiB/thread)" in tline and "**" not in tline,
+          f"a miss three digits cannot show, or one run bolded: {tline}")
+    idle = text.split("## Memory per idle thread", 1)[1].split("\n## ", 1)[0]
+    go = next(line for line in idle.splitlines() if line.startswith("| go |"))
+    check(go.rstrip(" |").endswith("not run") and "failed" not in go,
+          f"go's cell at 10^7 should say 'not run': {go}")
+    check("all 10,000,000 created and parked in 11.4 s" in idle, "10^7's creation not shown")
+    ring = text.split("## Ring", 1)[1].split("\n## ", 1)[0]
+    check("1.12, 272 B" in ring, "the stack copies per message are not in the ring table")
+    check("| **weft-2vcores** | n=8,threads=1000000 |" not in ring and
+          "Not run at 1,000,000 threads in the quick set, only in the full set: weft-2vcores."
+          in ring, "a row the quick set leaves out is in the table, or not listed under it")
+    check("only weft-stackcopy-2vcores run" in ring, "the quick set's 10^6 rule is not stated")
+    check("| 3.50 M msg/s |  | 1/1 | 772 MiB |" in ring,
+          "a size with one kept run shows its runs out of the set's rounds")
+    http = text.split("## HTTP: 10,000 idle", 1)[1]
+    check("| **weft-stackcopy** | conns=10000,idle | 12.0 KiB/conn |" in http,
+          "httpd -c's bytes per connection missing")
+    check("stops at 9,000 connections answered" in http, "where a server stops is not said")
 
 
 def main() -> int:
@@ -152,6 +256,7 @@ def main() -> int:
           "a rate printed without its prefix")
     check("K = 1" in text and "K = 2" in text and "speed-up 1 → 2" in text,
           "the scaling table lacks a K column")
+    check_stack_copy(data, ls, tg, text)
     print("test_report: ok")
     return 0
 

@@ -148,18 +148,20 @@ def cell(r: dict | None, fmt: Callable[[dict], str],
 
 def row_table(rows: list[dict], rounds: int,
               extra_cols: list[tuple[str, Callable[[dict], str]]] = ()) -> list[str]:
-    """Markdown: one line per row, its median, spread and kept runs, the
-    extra columns, and why it has no result if it has none."""
+    """Markdown: one line per row, its median, spread and kept runs (of
+    rounds, or of the row's own kept_rounds), the extra columns, and why it
+    has no result if it has none."""
     head = "| impl | param | median | spread | runs | " + \
         "".join(f"{c} | " for c, _ in extra_cols) + "notes |"
     out = [head, "| --- | --- | ---: | ---: | ---: | " + "---: | " * len(extra_cols) + "--- |"]
     for r in rows:
+        of = r.get("kept_rounds") or rounds
         if r["missing"]:
-            out.append(f"| {r['impl']} | {r['param']} | missing | | 0/{rounds} | "
+            out.append(f"| {r['impl']} | {r['param']} | missing | | 0/{of} | "
                        + "| " * len(extra_cols) + f"{r['missing']} |")
             continue
         if not r["median"]:
-            out.append(f"| {r['impl']} | {r['param']} | **failed** | | 0/{rounds} | "
+            out.append(f"| {r['impl']} | {r['param']} | **failed** | | 0/{of} | "
                        + "| " * len(extra_cols)
                        + f"{len(r['problems'])} failed run(s); first: {r['problems'][0]} |")
             continue
@@ -167,7 +169,7 @@ def row_table(rows: list[dict], rounds: int,
                  if r["problems"] else "")
         name = f"**{r['impl']}**" if is_weft(r["impl"]) else r["impl"]
         out.append(f"| {name} | {r['param']} | {fmt_qty(r['median'], r['unit'])} | "
-                   f"{fmt_spread(r['spread'])} | {len(r['samples'])}/{rounds} | "
+                   f"{fmt_spread(r['spread'])} | {len(r['samples'])}/{of} | "
                    + "".join(f"{f(r)} | " for _, f in extra_cols) + f"{notes} |")
     return out
 

@@ -1,10 +1,13 @@
 """http.py — the HTTP section: requests/s of weft's httpd against nginx,
 the thread-per-connection build and the Go and tokio+hyper servers, one
-server CPU, with latency percentiles and the response checks."""
+server CPU, with latency percentiles and the response checks; and the
+servers' memory per idle keep-alive connection (section httpidle)."""
 
 from __future__ import annotations
 
-from render.common import Ctx, bar_plot, detail_median, details, row_table, sig3
+from render import micro
+from render.common import (Ctx, bar_plot, detail_median, details, fmt_detail, fmt_qty,
+                           row_table, sig3)
 
 
 def ms(r: dict, key: str) -> str:
@@ -31,6 +34,24 @@ def render(ctx: Ctx, rows: list[dict]) -> list[str]:
     if meta.get("pinning"):
         md += ["", f"Pinning: {meta['pinning']}"]
     servers = {r["impl"]: r.get("describe", "") for r in rps if r.get("describe")}
+    if servers:
+        md += ["", "Servers:"] + [f"- {k}: {v}" for k, v in servers.items()]
+    return md
+
+
+def render_idle(ctx: Ctx, rows: list[dict]) -> list[str]:
+    """The idle keep-alive connections: bytes per connection of every server, its
+    resident set before and with them, its threads, how long opening them took."""
+    meta = ctx.data["sections"]["httpidle"]
+    md = ["", f"## {meta['title']}", "", meta["how"], "",
+          bar_plot(ctx, rows, "httpidle.png", "resident bytes per idle connection")]
+    md += row_table(rows, meta.get("rounds") or ctx.rounds, [
+        ("server RSS before", lambda r: fmt_qty(detail_median(r, "rss_before"), "B")),
+        ("with the connections", lambda r: fmt_qty(detail_median(r, "rss_after"), "B")),
+        ("threads", lambda r: fmt_detail(r, "threads")),
+        ("opened in", lambda r: fmt_detail(r, "open_s", " s"))])
+    md += micro.footer(meta)
+    servers = {r["impl"]: r.get("describe", "") for r in rows if r.get("describe")}
     if servers:
         md += ["", "Servers:"] + [f"- {k}: {v}" for k, v in servers.items()]
     return md

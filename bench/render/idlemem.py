@@ -1,6 +1,7 @@
 """idlemem.py — memory per idle thread: resident memory and creation time
-per thread with 10^4, 10^5 and 10^6 threads each blocked, one curve per
-implementation, and where an implementation stops."""
+per thread with 10^4 to 10^7 threads each blocked, one curve per
+implementation, where an implementation stops, and which ran at a count
+only some run (the section's meta "only": 10^7, stack-copy uthreads)."""
 
 from __future__ import annotations
 
@@ -59,13 +60,42 @@ def render(ctx: Ctx, rows: list[dict]) -> list[str]:
 
         def stopped(r: dict) -> str:
             return ("stops here" if "stops at" in r["missing"]
-                    else "stopped before" if "stopped at" in r["missing"] else "missing")
+                    else "stopped before" if "stopped at" in r["missing"]
+                    else "not run" if r["missing"].startswith("not run") else "missing")
 
-        cells = [cell(next((x for x in rows if x["impl"] == impl and threads_of(x) == t), None),
-                      measured, stopped) for t in counts]
+        cells = []
+        for t in counts:
+            r = next((x for x in rows if x["impl"] == impl and threads_of(x) == t), None)
+            cells.append(cell(r, measured, stopped) if r else "not run")
         name = f"**{impl}**" if is_weft(impl) else impl
         md.append(f"| {name} | " + " | ".join(cells) + " |")
     stops = {r["impl"]: r["missing"] for r in rows if r["missing"] and "stops at" in r["missing"]}
     if stops:
         md += ["", "Where implementations stop:"] + [f"- {k}: {v}" for k, v in stops.items()]
+    md += only_counts(s, rows)
     return md + micro.footer(s)
+
+
+def only_counts(s: dict, rows: list[dict]) -> list[str]:
+    """A line per count that only some implementations run: which, and what they
+    took in all (creation of every thread, the peak resident set), or why they
+    did not run."""
+    md = []
+    for t, only in sorted((int(k), v) for k, v in (s.get("only") or {}).items()):
+        rs = [r for r in rows if threads_of(r) == t]
+        if not rs:
+            continue
+        what = []
+        for r in rs:
+            c, peak = detail_median(r, "create_ns"), detail_median(r, "max_rss_kib")
+            if r["missing"] or not r["median"]:
+                what.append(f"{r['impl']}: {r['missing'] or 'failed'}")
+                continue
+            what.append(f"{r['impl']}: {fmt_qty(r['median'], r['unit'])}"
+                        + (f", all {t:,} created and parked in {sig3(c * t / 1e9)} s" if c
+                           else "") + (f", peak resident set {fmt_qty(peak * 1024, 'B')}"
+                                       if peak else ""))
+        verb = "runs" if len(only) == 1 else "run"
+        md += ["", f"At {t:,} threads only {', '.join(only)} {verb} (the others' cells say "
+                   "\"not run\"): " + "; ".join(what) + "."]
+    return md

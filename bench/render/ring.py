@@ -1,12 +1,14 @@
 """ring.py — the ring section: R rings of N threads pass a token (the usched
 project's benchmark); throughput and memory against thread count, one curve
-per implementation, and the table per N."""
+per implementation, and the table per N (max RSS, rounds, and for stack-copy
+rows the stack copies per message), the implementations a set leaves out at
+a size listed under it."""
 
 from __future__ import annotations
 
 from benchlib import is_weft
 
-from render.common import Ctx, colour, minmax_err, row_table
+from render.common import Ctx, colour, detail_median, minmax_err, row_table, sig3
 
 
 def threads_of(r: dict) -> int:
@@ -63,7 +65,7 @@ def render(ctx: Ctx, rows: list[dict]) -> list[str]:
           "memory = the process's max RSS (wait4). Each program checks that every token made "
           "exactly N hops and every thread sent M times. "
           f"M is sized per implementation by the warm-up run for runs of about "
-          f"{meta['target_s']} s.", "", plots(ctx, rows)]
+          f"{meta['target_s']} s." + big_rule(meta), "", plots(ctx, rows)]
     md += ["| implementation | CPUs | relay idiom | pinning |", "| --- | --- | --- | --- |"]
     for im in meta["impls"]:
         pin = (f"process pinned to CPU {','.join(map(str, im['cpus']))}" if im["cpus"]
@@ -74,10 +76,18 @@ def render(ctx: Ctx, rows: list[dict]) -> list[str]:
         md += ["", f"### N = {n}", ""]
         rs = [r for r in rows if r["param"].startswith(f"n={n},")]
         rs.sort(key=lambda r: (threads_of(r), r["class"], -(r["median"] or 0)))
-        md += row_table(rs, ctx.rounds, [
-            ("max RSS", lambda r: f"{r['rss_mib_median']:,.0f} MiB" if r.get("rss_mib_median")
-             else ""),
-            ("rounds M", lambda r: str(r.get("rounds") or ""))])
+        cols = [("max RSS", lambda r: f"{r['rss_mib_median']:,.0f} MiB"
+                 if r.get("rss_mib_median") else ""),
+                ("rounds M", lambda r: str(r.get("rounds") or ""))]
+        if any(detail_median(r, "stack_copies_per_msg") for r in rs):
+            cols.append(("stack copies/msg, B/copy", copies))
+        md += row_table([r for r in rs if not r.get("not_run")], ctx.rounds, cols)
+        left_out: dict[str, list[str]] = {}
+        for r in rows:                          # in the implementations' order
+            if r.get("not_run") and r["param"].startswith(f"n={n},"):
+                left_out.setdefault(r["missing"], []).append(r["impl"])
+        md += [f"\n{why[0].upper() + why[1:]}: {', '.join(impls)}."
+               for why, impls in left_out.items()]
     stops = sorted({(r["impl"], r["missing"]) for r in rows if r["missing"] and "stop" in r["missing"]})
     if stops:
         md += ["", "Where implementations stop:"]
@@ -87,3 +97,21 @@ def render(ctx: Ctx, rows: list[dict]) -> list[str]:
                 seen.add(impl)
                 md.append(f"- {impl}: {why}")
     return md
+
+
+def copies(r: dict) -> str:
+    """A stack-copy row's stack copies per message and bytes per copy (medians of
+    the runs' NOTEs)."""
+    per, size = detail_median(r, "stack_copies_per_msg"), detail_median(r, "bytes_per_copy")
+    return f"{sig3(per)}, {size:,.0f} B" if per is not None and size is not None else ""
+
+
+def big_rule(meta: dict) -> str:
+    """The quick set's rule for its largest size, '' in the full set."""
+    big = meta.get("quick_big")
+    if not big:
+        return ""
+    who = [im["label"] for im in meta["impls"] if im.get("quick_big")]
+    return (f" At {big['threads']:,} threads (quick set) only {', '.join(who)} run, without a "
+            f"warm-up and with {big['rounds']} kept run{'s' if big['rounds'] > 1 else ''} "
+            "(M = 1 round, what a warm-up run there uses).")

@@ -20,12 +20,16 @@ HISTORY_KEEP = 50
 # and Boost.Context (a stack switch without any scheduler) are floors.
 FLOORS = ("c++20-coro", "boost.context")
 
-# weft rows the summary leaves out: a placement no peer can express.
-NOT_SUMMARISED = re.compile(r".*-placed$")
+# weft rows the summary leaves out of its weft column: a placement no peer can
+# express, and stack-copy uthreads (a spawn flag; their rows are named where
+# the summary shows them, so that every other row compares weft's default).
+NOT_SUMMARISED = re.compile(r".*-placed$|^weft-stackcopy")
 
 
-def summary_rows(ncpu: int) -> list[tuple[str, str, str]]:
-    """(benchmark as the summary names it, section, comparison group)."""
+def summary_rows(ncpu: int) -> list[tuple[str, ...]]:
+    """(benchmark as the summary names it, section, comparison group[, weft's
+    row]): without the fourth, weft's best row of the group that
+    NOT_SUMMARISED leaves in."""
     all_cpus = f"{ncpu} CPUs"
     return [
         ("yield, 2 threads, one core", "yield", "threads=2"),
@@ -51,6 +55,8 @@ def summary_rows(ncpu: int) -> list[tuple[str, str, str]]:
         ("HTTP, 1 000 keep-alive connections, one CPU", "http", "conns=1000"),
         ("HTTP, a connection per request, one CPU", "http", "conns=100,close"),
         ("memory per idle thread, 100 000 threads", "idlemem", "threads=100000"),
+        ("memory per idle thread, 1 000 000 stack-copy uthreads", "idlemem", "threads=1000000",
+         "weft-stackcopy"),
         ("fairness, 1024 threads of fixed work", "fairness", "threads=1024"),
     ]
 
@@ -59,11 +65,12 @@ def lines(data: dict) -> list[dict]:
     """One line per summary row that the run measured."""
     ncpu = len(data["machine"]["affinity_cpus"])
     out = []
-    for label, section, group in summary_rows(ncpu):
+    for label, section, group, *weft in summary_rows(ncpu):
         rows = [r for r in data["rows"] if r["section"] == section and r["group"] == group]
         if not rows:
             continue
-        w = best([r for r in rows if is_weft(r["impl"]) and not NOT_SUMMARISED.match(r["impl"])])
+        w = best([r for r in rows if r["impl"] == weft[0]] if weft else
+                 [r for r in rows if is_weft(r["impl"]) and not NOT_SUMMARISED.match(r["impl"])])
         peers = [r for r in rows if not is_weft(r["impl"]) and r["impl"] not in FLOORS]
         floor = best([r for r in rows if r["impl"] in FLOORS])
         p = best(peers)

@@ -6,6 +6,16 @@
  *
  *   weft_idlemem --threads T            (vcores: WEFT_VCORES; the section runs 1)
  *
+ * impl=weft with ordinary uthreads, impl=weft-stackcopy when stack copying is
+ * the process default (WEFT_STACK_COPY=1 in the environment): the name comes
+ * from the runtime's counters, not from the environment. When main reads
+ * them, every uthread's stack must have been copied out (weft_stats'
+ * stack_copies >= T - vcores: a uthread counts its arrival before it parks,
+ * so up to one per vcore may not have switched out yet: stack-copy) or none
+ * at all (ordinary); anything between is a FAIL. The stack-copy line also
+ * carries stack_copies and copy_bytes_per_thread (the bytes those copies
+ * held, / T).
+ *
  * Uthreads get the default attributes (weft_spawn(.., NULL, ..): the runtime's
  * default stack, 256 KiB unless WEFT_STACK_SIZE says otherwise, mapped
  * lazily with a guard page below it while vm.max_map_count leaves room, past
@@ -24,6 +34,8 @@
 
 #include <stdatomic.h>
 #include <unistd.h>
+#include <weft/event.h>
+#include <weft/sched.h>
 #include <weft/weft.h>
 #include <weft/sync.h>
 
@@ -70,6 +82,18 @@ static void *spawner(void *unused)
     return NULL;
 }
 
+/* copies_so_far() sums every vcore's stack copies and the bytes they held. */
+static void copies_so_far(uint64_t *copies, uint64_t *bytes)
+{
+    *copies = *bytes = 0;
+    for (int v = 0; v < weft_num_vcores(); v++) {
+        struct weft_vcore_stats st;
+        bench_check_rc(weft_stats(v, &st));
+        *copies += st.stack_copies;
+        *bytes += st.stack_copy_bytes;
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *impl = "weft";
@@ -88,6 +112,17 @@ int main(int argc, char **argv)
     bench_check_rc(weft_wg_wait(&g.all_arrived));
     struct idlemem_mem after = idlemem_read();
     uint64_t create_ns = atomic_load(&g.t_last) - atomic_load(&g.t_first);
+    uint64_t copies, copied;
+    char extra[96] = "";
+    copies_so_far(&copies, &copied);
+    if (copies && copies + (uint64_t)weft_num_vcores() >= g.threads) {
+        impl = "weft-stackcopy";
+        snprintf(extra, sizeof extra, " stack_copies=%llu copy_bytes_per_thread=%.0f",
+                 (unsigned long long)copies, (double)copied / (double)g.threads);
+    } else if (copies != 0) {
+        bench_fail("weft idlemem: %llu stack copies with %zu uthreads parked: some are "
+                   "stack-copy uthreads and some are not", (unsigned long long)copies, g.threads);
+    }
 
     for (size_t i = 0; i < g.threads; i++)
         if (g.ran[i])
@@ -104,7 +139,7 @@ int main(int argc, char **argv)
     }
     weft_shutdown();
     idlemem_check(impl, g.ran, g.threads);
-    idlemem_report(impl, g.threads, before, after, create_ns, "");
+    idlemem_report(impl, g.threads, before, after, create_ns, extra);
     free(g.h);
     free(g.ran);
     return 0;
