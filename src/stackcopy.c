@@ -104,8 +104,29 @@ static struct pool {
     uint32_t lock;                     /* spinlock: everything below */
     void *free;                        /* linked by first word */
     char *bump, *end;                  /* [bump, end): never handed out */
+    char *faulted;                     /* [bump, faulted): committed ahead (populate()) */
     size_t chunk;                      /* size of the next chunk */
 } pools[WEFT__SC_CLASSES];
+
+/* populate() commits the next POPULATE bytes of a big pool's chunk in one
+ * call instead of a page fault per page (a fault costs a microsecond or
+ * more in a VM: at 10^7 idle uthreads, 1.6 million of them were 40 % of the
+ * creation time). Small pools fault page by page, committing nothing they
+ * do not use. */
+#define POPULATE (1u << 20)
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+static void populate(struct pool *p, size_t sz)
+{
+    if (p->chunk < 4 * POPULATE || p->faulted >= p->bump + sz)
+        return;
+    char *from = p->faulted > p->bump ? p->faulted : p->bump;
+    from = (char *)((uintptr_t)from & ~(uintptr_t)(4096 - 1));
+    size_t len = (size_t)(p->end - from) < POPULATE ? (size_t)(p->end - from) : POPULATE;
+    madvise(from, len, MADV_POPULATE_WRITE); /* advice: a refusal leaves it to page faults */
+    p->faulted = from + len;
+}
 
 /* chunk_map() maps a pool's next chunk: twice the last (up to CHUNK_MAX),
  * so that a pool of millions of blocks takes few mappings while a small one
@@ -146,9 +167,10 @@ static unsigned pool_take(int c, void **list, unsigned want)
             char *m = chunk_map(p, sz, &chunk);
             if (!m)
                 break;
-            p->bump = m;
+            p->bump = p->faulted = m;
             p->end = m + chunk;
         }
+        populate(p, sz);
         void *b = p->bump;
         p->bump += sz;
         *(void **)b = *list;
