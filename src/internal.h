@@ -533,7 +533,8 @@ struct weft__waiter {
     struct weft_uthread *ut;          /* the uthread, or NULL for a kernel thread */
     uint32_t word;                    /* atomic futex word of a kernel thread: 1 = woken */
     int status;                       /* WEFT__WAITING, then 0 or an errno; guarded by the lock */
-    uintptr_t data;                   /* the primitive's own (futex address, rwlock side) */
+    uintptr_t data;                   /* the primitive's own (futex address, rwlock side;
+                                         a descriptor poll waiter: its group, io/fd.c) */
 };
 
 void weft__waiter_init(struct weft__waiter *w);
