@@ -20,6 +20,7 @@
 #include <weft/time.h>
 
 #include "arch/ctx.h"
+#include "sys.h"
 #include "san.h"
 #include "spin.h"
 
@@ -84,6 +85,7 @@ struct weft_uthread {
     unsigned jflags;                 /* WEFT__J_*; guarded by jlock */
     struct weft__waiter *joiner;     /* guarded by jlock */
     uint64_t io_deadline;            /* weft_io_set_deadline(); 0 = none; owner only */
+    void *specific;                  /* weft_key_* values (key.c); owner only, freed at exit */
     /* stack: fixed while the uthread exists; see stack.c */
     char *map;                       /* start of the mapping (guard page, if any) */
     size_t map_size;                 /* whole mapping */
@@ -383,6 +385,10 @@ void weft__notif_forked(void);
 void weft__stack_forked(void);
 void weft__futex_forked(void);
 void weft__io_forked(void);
+
+/* weft__keys_exit(ut) runs ut's key destructors and frees its values
+ * (key.c): called by ut itself as it finishes, before it leaves its stack. */
+void weft__keys_exit(struct weft_uthread *ut);
 
 /* weft__sched_resolve() sets rt->take_local and rt->thread_runnable from
  * rt->ops (uthread.c). */

@@ -350,6 +350,8 @@ static void exit_cb(struct weft_uthread *ut, void *arg)
 
 static _Noreturn void uthread_finish(struct weft_uthread *ut, void *result)
 {
+    if (ut->specific) /* thread keys' destructors: they may block */
+        weft__keys_exit(ut);
     ut->result = result;
     struct weft__vcore *vc = weft__vc();
     if (WEFT__UNLIKELY(ut->link.flags & WEFT_PINNED) && !ut->notif_pinned)

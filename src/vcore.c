@@ -169,7 +169,7 @@ void weft__spin_lock_slow(uint32_t *l)
         if (i < 1000)
             weft__cpu_relax();
         else
-            sched_yield(); /* the holder's kernel thread may be descheduled */
+            weft__sys.sched_yield(); /* the holder's kernel thread may be descheduled */
     }
 }
 
@@ -375,7 +375,7 @@ int weft_sched_register(const struct weft_sched_ops *ops)
     if (!ops || !ops->name || !ops->name[0] || !ops->sched_entry || !ops->thread_runnable ||
         !ops->thread_paused)
         return EINVAL;
-    pthread_mutex_lock(&init_lock);
+    weft__sys.pthread_mutex_lock(&init_lock);
     int r = 0;
     for (int i = 0; i < nscheds; i++)
         if (strcmp(scheds[i]->name, ops->name) == 0)
@@ -384,7 +384,7 @@ int weft_sched_register(const struct weft_sched_ops *ops)
         r = ENOSPC;
     if (!r)
         scheds[nscheds++] = ops;
-    pthread_mutex_unlock(&init_lock);
+    weft__sys.pthread_mutex_unlock(&init_lock);
     return r;
 }
 
@@ -1002,7 +1002,7 @@ int weft_init(const struct weft_config *cfg)
     struct settings s;
     int r, started = 0, setup = 0;
 
-    pthread_mutex_lock(&init_lock);
+    weft__sys.pthread_mutex_lock(&init_lock);
     if (atomic_load(&rt->state) != WEFT__OFF) {
         r = EBUSY;
         goto out;
@@ -1051,7 +1051,7 @@ int weft_init(const struct weft_config *cfg)
     /* Running before the threads start: they check the state in vcore_idle. */
     atomic_store_explicit(&rt->state, WEFT__RUNNING_RT, memory_order_release);
     for (; started < s.vcores; started++) {
-        r = pthread_create(&rt->vcores[started].thread, NULL, vcore_thread, &rt->vcores[started]);
+        r = weft__sys.pthread_create(&rt->vcores[started].thread, NULL, vcore_thread, &rt->vcores[started]);
         if (r)
             goto fail_threads;
     }
@@ -1064,7 +1064,7 @@ fail_threads:
     atomic_store(&rt->state, WEFT__STOPPING);
     for (int i = 0; i < started; i++) {
         vcore_signal(&rt->vcores[i]);
-        pthread_join(rt->vcores[i].thread, NULL);
+        weft__sys.pthread_join(rt->vcores[i].thread, NULL);
     }
     if (rt->ops->fini)
         rt->ops->fini();
@@ -1074,7 +1074,7 @@ fail_vcores:
 fail_stack:
     weft__stack_fini();
 out:
-    pthread_mutex_unlock(&init_lock);
+    weft__sys.pthread_mutex_unlock(&init_lock);
     return r;
 }
 
@@ -1099,7 +1099,7 @@ static void atfork_child(void)
     struct weft__vcore *vc = weft__tls_vc;
     weft__uthread_forked(vc ? vc->current : NULL);
     weft__tls_vc = NULL;
-    pthread_mutex_init(&init_lock, NULL);
+    weft__sys.pthread_mutex_init(&init_lock, NULL);
     if (atomic_load_explicit(&rt->state, memory_order_relaxed) != WEFT__OFF) {
         forked_vcores = rt->vcores; /* left mapped: the caller may be on a vcore's stack */
         rt->vcores = NULL;
@@ -1159,16 +1159,16 @@ void weft_shutdown(void)
         fprintf(stderr, "weft: weft_shutdown() called from a vcore or uthread; ignored\n");
         return;
     }
-    pthread_mutex_lock(&init_lock);
+    weft__sys.pthread_mutex_lock(&init_lock);
     if (atomic_load(&rt->state) != WEFT__RUNNING_RT) {
-        pthread_mutex_unlock(&init_lock);
+        weft__sys.pthread_mutex_unlock(&init_lock);
         return;
     }
     /* No more spawns from outside; those admitted add to live before we
      * count it. (seq_cst: see weft__outside_enter.) */
     atomic_store(&rt->closing, true);
     while (atomic_load(&rt->outside_calls))
-        sched_yield(); /* admitted calls are short: no blocking inside */
+        weft__sys.sched_yield(); /* admitted calls are short: no blocking inside */
     weft__shutdown_waiting(true); /* partner: live_dec() in uthread.c */
     for (;;) { /* wait for every uthread to finish */
         uint32_t live = atomic_load(WEFT__AT(&rt->live));
@@ -1178,15 +1178,15 @@ void weft_shutdown(void)
     }
     weft__shutdown_waiting(false);
     while (atomic_load_explicit(&rt->outside_wakers, memory_order_acquire))
-        sched_yield(); /* a kernel thread is finishing a wake-up: a few instructions */
+        weft__sys.sched_yield(); /* a kernel thread is finishing a wake-up: a few instructions */
     atomic_store(&rt->state, WEFT__STOPPING); /* seq_cst: see weft__outside_enter */
     while (atomic_load(&rt->outside_calls))
-        sched_yield(); /* an alarm start, a notify, ... admitted before: let it finish */
+        weft__sys.sched_yield(); /* an alarm start, a notify, ... admitted before: let it finish */
     weft__notif_stopping(); /* no more ticks aimed at the vcores */
     for (int i = 0; i < rt->nvcores; i++)
         vcore_signal(&rt->vcores[i]);
     for (int i = 0; i < rt->nvcores; i++)
-        pthread_join(rt->vcores[i].thread, NULL);
+        weft__sys.pthread_join(rt->vcores[i].thread, NULL);
     for (int i = 0; i < rt->nvcores; i++)
         weft__sigq_drain(&rt->vcores[i], false); /* the wake-ups still queued */
     if (rt->ops->fini)
@@ -1196,5 +1196,5 @@ void weft_shutdown(void)
     rt->nvcores = 0;
     atomic_store(&rt->closing, false);
     atomic_store(&rt->state, WEFT__OFF);
-    pthread_mutex_unlock(&init_lock);
+    weft__sys.pthread_mutex_unlock(&init_lock);
 }

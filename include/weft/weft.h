@@ -180,6 +180,31 @@ int weft_unpark(weft_t t);
  * uses it; ws and fifo ignore it). Returns 0, or EINVAL if t is NULL. */
 int weft_setprio(weft_t t, int prio);
 
+/* ---- thread keys ----------------------------------------------------------- */
+
+/* A key names one value per thread (uthread or kernel thread), NULL until
+ * the thread sets it; pthread_key_t's semantics. */
+typedef unsigned weft_key_t;
+#define WEFT_KEYS_MAX 1024
+#define WEFT_DESTRUCTOR_ITERATIONS 4
+
+/* weft_key_create() makes a new key; destructor (may be NULL) is called
+ * with a thread's non-NULL value when that thread finishes, its value first
+ * set to NULL; rounds repeat while destructors set values again, at most
+ * WEFT_DESTRUCTOR_ITERATIONS. Returns 0, EINVAL (key NULL) or EAGAIN (all
+ * WEFT_KEYS_MAX keys exist). */
+int weft_key_create(weft_key_t *key, void (*destructor)(void *));
+/* weft_key_delete() deletes key; no destructor runs, values stored under it
+ * are never seen again (also through a later key with the same number).
+ * Returns 0, or EINVAL if key does not exist. */
+int weft_key_delete(weft_key_t key);
+/* weft_key_getspecific() is the caller's value for key, or NULL (never set,
+ * or key does not exist). */
+void *weft_key_getspecific(weft_key_t key);
+/* weft_key_setspecific() sets the caller's value for key. Returns 0, EINVAL
+ * (key does not exist) or ENOMEM. */
+int weft_key_setspecific(weft_key_t key, const void *value);
+
 #ifdef __cplusplus
 }
 #endif

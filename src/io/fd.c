@@ -96,9 +96,9 @@ int weft__io_start(void)
 {
     if (WEFT__LIKELY(atomic_load_explicit(&weft__poller, memory_order_acquire) != NULL))
         return 0;
-    pthread_mutex_lock(&start_lock);
+    weft__sys.pthread_mutex_lock(&start_lock);
     int e = atomic_load_explicit(&weft__poller, memory_order_relaxed) ? 0 : start_poller();
-    pthread_mutex_unlock(&start_lock);
+    weft__sys.pthread_mutex_unlock(&start_lock);
     return e;
 }
 
@@ -108,7 +108,7 @@ void weft__io_forked(void)
     if (p && p->forget)
         p->forget();
     atomic_store_explicit(&weft__poller, NULL, memory_order_relaxed);
-    pthread_mutex_init(&start_lock, NULL);
+    weft__sys.pthread_mutex_init(&start_lock, NULL);
     atomic_store_explicit(&weft__io_nwaiting, 0, memory_order_relaxed);
     atomic_store_explicit(&last_poll, 0, memory_order_relaxed);
     /* Every entry goes back to "not seen": the new poller has none of them
