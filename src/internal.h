@@ -86,6 +86,8 @@ struct weft_uthread {
     struct weft__waiter *joiner;     /* guarded by jlock */
     uint64_t io_deadline;            /* weft_io_set_deadline(); 0 = none; owner only */
     void *specific;                  /* weft_key_* values (key.c); owner only, freed at exit */
+    void *pthread;                   /* the pthread layer's state (src/pthread/); guarded by
+                                        jlock */
     /* stack: fixed while the uthread exists; see stack.c */
     char *map;                       /* start of the mapping (guard page, if any) */
     size_t map_size;                 /* whole mapping */

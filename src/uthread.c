@@ -452,6 +452,8 @@ static int spawn_on(weft_t *out, const weft_attr_t *ap, void *(*fn)(void *), voi
     t->notif_depth = 0;
     t->in_sched = 0;
     t->notif_pinned = false;
+    t->specific = NULL;
+    t->pthread = NULL;
     t->name[0] = 0;
     if (a.name) {
         strncpy(t->name, a.name, sizeof t->name - 1);

@@ -59,6 +59,18 @@
 
 #include "../io/poller.h" /* weft__fd_managed, weft__fd_drop */
 
+#ifdef WEFT_SHIM_PTHREAD
+/* Inside libweft-pthread.so: the blocking calls are cancellation points and
+ * the sleeps end early for a cancellation or a signal (src/pthread/). */
+#include <weft/pthread.h>
+int weft__pt_sleep_until(uint64_t deadline);
+#define CANCEL_POINT() weft_pthread_testcancel()
+#define SLEEP_UNTIL(d) weft__pt_sleep_until(d)
+#else
+#define CANCEL_POINT() do { } while (0)
+#define SLEEP_UNTIL(d) (weft_sleep_until_ns(d), ETIMEDOUT)
+#endif
+
 #define IN_UTHREAD() (weft_self() != NULL)
 #define TO_WEFT(fd) (IN_UTHREAD() || weft__fd_managed(fd))
 
@@ -131,6 +143,7 @@ __attribute__((constructor)) static void resolve(void)
 
 ssize_t SHIM(read)(int fd, void *buf, size_t n)
 {
+    CANCEL_POINT();
     if (TO_WEFT(fd))
         return weft_read(fd, buf, n);
     ENSURE(read);
@@ -139,6 +152,7 @@ ssize_t SHIM(read)(int fd, void *buf, size_t n)
 
 ssize_t SHIM(write)(int fd, const void *buf, size_t n)
 {
+    CANCEL_POINT();
     if (TO_WEFT(fd))
         return weft_write(fd, buf, n);
     ENSURE(write);
@@ -147,6 +161,7 @@ ssize_t SHIM(write)(int fd, const void *buf, size_t n)
 
 ssize_t SHIM(readv)(int fd, const struct iovec *iov, int iovcnt)
 {
+    CANCEL_POINT();
     if (TO_WEFT(fd))
         return weft_readv(fd, iov, iovcnt);
     ENSURE(readv);
@@ -155,6 +170,7 @@ ssize_t SHIM(readv)(int fd, const struct iovec *iov, int iovcnt)
 
 ssize_t SHIM(writev)(int fd, const struct iovec *iov, int iovcnt)
 {
+    CANCEL_POINT();
     if (TO_WEFT(fd))
         return weft_writev(fd, iov, iovcnt);
     ENSURE(writev);
@@ -163,6 +179,7 @@ ssize_t SHIM(writev)(int fd, const struct iovec *iov, int iovcnt)
 
 ssize_t SHIM(recv)(int fd, void *buf, size_t n, int flags)
 {
+    CANCEL_POINT();
     if (TO_WEFT(fd))
         return weft_recv(fd, buf, n, flags);
     ENSURE(recv);
@@ -171,6 +188,7 @@ ssize_t SHIM(recv)(int fd, void *buf, size_t n, int flags)
 
 ssize_t SHIM(send)(int fd, const void *buf, size_t n, int flags)
 {
+    CANCEL_POINT();
     if (TO_WEFT(fd))
         return weft_send(fd, buf, n, flags);
     ENSURE(send);
@@ -180,6 +198,7 @@ ssize_t SHIM(send)(int fd, const void *buf, size_t n, int flags)
 ssize_t SHIM(recvfrom)(int fd, void *buf, size_t n, int flags, struct sockaddr *from,
                        socklen_t *fromlen)
 {
+    CANCEL_POINT();
     if (TO_WEFT(fd))
         return weft_recvfrom(fd, buf, n, flags, from, fromlen);
     ENSURE(recvfrom);
@@ -189,6 +208,7 @@ ssize_t SHIM(recvfrom)(int fd, void *buf, size_t n, int flags, struct sockaddr *
 ssize_t SHIM(sendto)(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to,
                      socklen_t tolen)
 {
+    CANCEL_POINT();
     if (TO_WEFT(fd))
         return weft_sendto(fd, buf, n, flags, to, tolen);
     ENSURE(sendto);
@@ -197,6 +217,7 @@ ssize_t SHIM(sendto)(int fd, const void *buf, size_t n, int flags, const struct 
 
 ssize_t SHIM(recvmsg)(int fd, struct msghdr *msg, int flags)
 {
+    CANCEL_POINT();
     if (TO_WEFT(fd))
         return weft_recvmsg(fd, msg, flags);
     ENSURE(recvmsg);
@@ -205,6 +226,7 @@ ssize_t SHIM(recvmsg)(int fd, struct msghdr *msg, int flags)
 
 ssize_t SHIM(sendmsg)(int fd, const struct msghdr *msg, int flags)
 {
+    CANCEL_POINT();
     if (TO_WEFT(fd))
         return weft_sendmsg(fd, msg, flags);
     ENSURE(sendmsg);
@@ -213,6 +235,7 @@ ssize_t SHIM(sendmsg)(int fd, const struct msghdr *msg, int flags)
 
 int SHIM(accept)(int fd, struct sockaddr *addr, socklen_t *addrlen)
 {
+    CANCEL_POINT();
     if (TO_WEFT(fd))
         return weft_accept(fd, addr, addrlen);
     ENSURE(accept);
@@ -221,6 +244,7 @@ int SHIM(accept)(int fd, struct sockaddr *addr, socklen_t *addrlen)
 
 int SHIM(accept4)(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)
 {
+    CANCEL_POINT();
     if (TO_WEFT(fd))
         return weft_accept4(fd, addr, addrlen, flags);
     ENSURE(accept4);
@@ -229,6 +253,7 @@ int SHIM(accept4)(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)
 
 int SHIM(connect)(int fd, const struct sockaddr *addr, socklen_t len)
 {
+    CANCEL_POINT();
     if (TO_WEFT(fd))
         return weft_connect(fd, addr, len);
     ENSURE(connect);
@@ -244,6 +269,7 @@ int SHIM(close)(int fd)
 
 int SHIM(poll)(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
+    CANCEL_POINT();
     if (IN_UTHREAD()) {
         if (n == 0 && timeout_ms < 0) /* poll(NULL, 0, -1): forever; an unpark ends it */
             return weft_park() == 0 ? 0 : -1;
@@ -282,6 +308,7 @@ static int64_t ns_of(const struct timespec *ts)
 
 int SHIM(ppoll)(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask)
 {
+    CANCEL_POINT();
     if (IN_UTHREAD() && !mask_unblocks(mask)) {
         int64_t ns = ns_of(tmo);
         if (ns == -2) {
@@ -360,6 +387,7 @@ out:
 
 int SHIM(select)(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
 {
+    CANCEL_POINT();
     if (IN_UTHREAD() && nfds <= FD_SETSIZE) {
         if (nfds < 0 || (tv && (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000))) {
             errno = EINVAL;
@@ -388,6 +416,7 @@ int SHIM(select)(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *t
 int SHIM(pselect)(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *tmo,
                   const sigset_t *mask)
 {
+    CANCEL_POINT();
     if (IN_UTHREAD() && nfds <= FD_SETSIZE && !mask_unblocks(mask)) {
         int64_t ns = ns_of(tmo);
         if (nfds < 0 || ns == -2) {
@@ -402,6 +431,7 @@ int SHIM(pselect)(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struct tim
 
 int SHIM(epoll_wait)(int epfd, struct epoll_event *ev, int max, int timeout_ms)
 {
+    CANCEL_POINT();
     if (IN_UTHREAD())
         return weft_epoll_wait(epfd, ev, max, timeout_ms < 0 ? -1 : (int64_t)timeout_ms * 1000000);
     ENSURE(epoll_wait);
@@ -411,6 +441,7 @@ int SHIM(epoll_wait)(int epfd, struct epoll_event *ev, int max, int timeout_ms)
 int SHIM(epoll_pwait)(int epfd, struct epoll_event *ev, int max, int timeout_ms,
                       const sigset_t *mask)
 {
+    CANCEL_POINT();
     if (IN_UTHREAD() && !mask_unblocks(mask))
         return weft_epoll_wait(epfd, ev, max, timeout_ms < 0 ? -1 : (int64_t)timeout_ms * 1000000);
     ENSURE(epoll_pwait);
@@ -421,6 +452,7 @@ int SHIM(epoll_pwait)(int epfd, struct epoll_event *ev, int max, int timeout_ms,
 int SHIM(epoll_pwait2)(int epfd, struct epoll_event *ev, int max, const struct timespec *tmo,
                        const sigset_t *mask)
 {
+    CANCEL_POINT();
     if (IN_UTHREAD() && !mask_unblocks(mask)) {
         int64_t ns = ns_of(tmo);
         if (ns == -2) {
@@ -451,9 +483,16 @@ int SHIM(nanosleep)(const struct timespec *req, struct timespec *rem)
         uint64_t max_s = (UINT64_MAX >> 1) / 1000000000u - 1;
         uint64_t ns = (uint64_t)req->tv_sec >= max_s ? UINT64_MAX >> 1
                       : (uint64_t)req->tv_sec * 1000000000u + (uint64_t)req->tv_nsec;
-        weft_sleep_ns(ns);
+        uint64_t now = weft_now_ns(), d = ns >= (UINT64_MAX >> 1) - now ? UINT64_MAX >> 1 : now + ns;
+        if (SLEEP_UNTIL(d) != ETIMEDOUT) { /* a pthread_kill's handler ran (pthread layer) */
+            uint64_t left = d - weft_now_ns();
+            if (rem)
+                *rem = (struct timespec){ (time_t)(left / 1000000000u), (long)(left % 1000000000u) };
+            errno = EINTR;
+            return -1;
+        }
         if (rem)
-            rem->tv_sec = rem->tv_nsec = 0; /* weft sleeps are never interrupted */
+            rem->tv_sec = rem->tv_nsec = 0;
         return 0;
     }
     ENSURE(nanosleep);
@@ -463,7 +502,10 @@ int SHIM(nanosleep)(const struct timespec *req, struct timespec *rem)
 int SHIM(usleep)(useconds_t us)
 {
     if (IN_UTHREAD()) {
-        weft_sleep_ns((uint64_t)us * 1000u);
+        if (SLEEP_UNTIL(weft_now_ns() + (uint64_t)us * 1000u) != ETIMEDOUT) {
+            errno = EINTR;
+            return -1;
+        }
         return 0;
     }
     ENSURE(usleep);
@@ -473,7 +515,11 @@ int SHIM(usleep)(useconds_t us)
 unsigned SHIM(sleep)(unsigned s)
 {
     if (IN_UTHREAD()) {
-        weft_sleep_ns((uint64_t)s * 1000000000u);
+        uint64_t d = weft_now_ns() + (uint64_t)s * 1000000000u;
+        if (SLEEP_UNTIL(d) != ETIMEDOUT) {
+            uint64_t now = weft_now_ns();
+            return now >= d ? 0 : (unsigned)((d - now + 999999999u) / 1000000000u);
+        }
         return 0;
     }
     ENSURE(sleep);
