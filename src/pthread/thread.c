@@ -251,7 +251,9 @@ int weft_pthread_create(pthread_t *out, const pthread_attr_t *attr, void *(*fn)(
             return ENOTSUP; /* weft allocates every stack */
         if (a->inherit == PTHREAD_EXPLICIT_SCHED && (a->policy == SCHED_FIFO || a->policy == SCHED_RR))
             return ENOTSUP; /* real-time priorities */
-        wa.stack_size = a->stacksize;
+        /* POSIX's stack size is a minimum: weft keeps the uthread and up to a
+         * page of cache colouring at the top of the mapping (stack.c). */
+        wa.stack_size = a->stacksize ? a->stacksize + 2 * 4096 : 0;
         detached = a->detach == PTHREAD_CREATE_DETACHED;
     }
     struct pt *st = calloc(1, sizeof *st);
