@@ -27,7 +27,10 @@
 
 #include "pt.h"
 
-static char kind_weft, kind_glibc; /* node kinds: their addresses */
+static char kind_weft; /* node kinds: their addresses */
+#ifdef WEFT_PTHREAD_INTERPOSE
+static char kind_glibc;
+#endif
 
 struct node {
     struct node *prev;
