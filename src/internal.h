@@ -88,6 +88,8 @@ struct weft_uthread {
     void *specific;                  /* weft_key_* values (key.c); owner only, freed at exit */
     void *pthread;                   /* the pthread layer's state (src/pthread/); guarded by
                                         jlock */
+    void *tls;                       /* WEFT_TLS=uthread: its thread pointer (tls.c); fixed
+                                        at spawn */
     /* stack: fixed while the uthread exists; see stack.c */
     char *map;                       /* start of the mapping (guard page, if any) */
     size_t map_size;                 /* whole mapping */
@@ -189,6 +191,8 @@ struct weft__vcore {
     void *ptimer;                    /* timer_t of the periodic tick; fixed after start */
     void *rtimer;                    /* timer_t of the retry of a deferred notification */
     _Atomic bool has_timers;         /* both timers were created */
+    void *thread_tp;                 /* the kernel thread's own thread pointer (tls.c);
+                                        fixed after start */
     unsigned char *yield_flagp;      /* this vcore thread's weft__yield_flag; fixed
                                         after start (yield.c, the yield pass) */
     _Atomic uint64_t yield_for;      /* the nrun the flag was set for; the ticker */
@@ -452,10 +456,43 @@ void weft__vcore_wake_for_timer(uint64_t deadline);
 
 void weft__stack_check(struct weft_uthread *t);
 
+/* ---- per-uthread TLS (tls.c) ----------------------------------------------------
+ * WEFT_TLS=uthread: each uthread has its own static TLS area and thread
+ * pointer. weft__tls_enter(vc, t) installs t's on vc (weft's own words and
+ * the vcore's tid carried into it first); weft__tls_leave(vc) installs the
+ * kernel thread's own. The switch paths call them through WEFT__TLS_ENTER /
+ * WEFT__TLS_LEAVE: one predictable branch each in the default, shared mode. */
+extern bool weft__tls_uthread;       /* fixed while the runtime runs */
+int weft__tls_init(void);            /* 0, or ENOTSUP (said on stderr) / ENOMEM */
+void weft__tls_fini(void);
+void weft__tls_vcore_start(struct weft__vcore *vc);
+void weft__tls_enter(struct weft__vcore *vc, struct weft_uthread *t);
+void weft__tls_leave(struct weft__vcore *vc);
+/* weft__tls_make(t, top) lays t's TLS area out below top (the top of its
+ * stack) and returns the new top; weft__tls_exit(t) runs its C++
+ * thread_local destructors and frees what glibc allocated for it (t itself,
+ * just before it finishes). */
+char *weft__tls_make(struct weft_uthread *t, char *top);
+void weft__tls_exit(struct weft_uthread *t);
+/* weft__tls_flag_mode_refused(): the yield pass's flag mode cannot work
+ * (uthread TLS); says so once. */
+bool weft__tls_flag_mode_refused(void);
+#define WEFT__TLS_ENTER(vc, t)                                   \
+    do {                                                         \
+        if (WEFT__UNLIKELY(weft__tls_uthread))                   \
+            weft__tls_enter(vc, t);                              \
+    } while (0)
+#define WEFT__TLS_LEAVE(vc)                                      \
+    do {                                                         \
+        if (WEFT__UNLIKELY(weft__tls_uthread))                   \
+            weft__tls_leave(vc);                                 \
+    } while (0)
+
 /* weft__vcore_arrive() is the first step on the vcore stack after a uthread
  * switched out: completes the switch and returns the uthread, now saved. */
 static inline struct weft_uthread *weft__vcore_arrive(struct weft__vcore *vc)
 {
+    WEFT__TLS_LEAVE(vc); /* first: vcore context runs on its kernel thread's TLS */
     weft__san_arrive(NULL, NULL, NULL);
     struct weft_uthread *ut = vc->current;
     vc->current = NULL;

@@ -135,6 +135,7 @@ static _Noreturn void run_on(struct weft__vcore *vc, struct weft_uthread *t)
         weft__rt.ops->thread_paused(p);
     }
     start_on(vc, t);
+    WEFT__TLS_ENTER(vc, t);
     weft__stat_add(&vc->st.vcruns, 1);
     weft__san_switch(NULL, &t->san, t->stack_lo, t->stack_size);
     weft__san_vcore_left(&vc->san);
@@ -220,6 +221,7 @@ static inline struct weft_uthread *local_next(struct weft__vcore *vc)
 static void handoff_entry(void *arg)
 {
     struct weft__vcore *vc = arg;
+    WEFT__TLS_ENTER(vc, vc->handoff_to); /* before the callback publishes ut */
     struct weft_uthread *ut = vc->current;
     vc->current = NULL;
     if (WEFT__UNLIKELY(!ut->guarded))
@@ -352,6 +354,8 @@ static _Noreturn void uthread_finish(struct weft_uthread *ut, void *result)
 {
     if (ut->specific) /* thread keys' destructors: they may block */
         weft__keys_exit(ut);
+    if (WEFT__UNLIKELY(ut->tls != NULL))
+        weft__tls_exit(ut);
     ut->result = result;
     struct weft__vcore *vc = weft__vc();
     if (WEFT__UNLIKELY(ut->link.flags & WEFT_PINNED) && !ut->notif_pinned)
@@ -459,8 +463,12 @@ static int spawn_on(weft_t *out, const weft_attr_t *ap, void *(*fn)(void *), voi
         strncpy(t->name, a.name, sizeof t->name - 1);
         t->name[sizeof t->name - 1] = 0;
     }
-    weft__san_stack_new(&t->san, t->stack_lo, t->stack_size);
-    weft__ctx_make(&t->ctx, t->stack_lo + t->stack_size, uthread_start, t);
+    char *top = t->stack_lo + t->stack_size;
+    t->tls = NULL;
+    if (WEFT__UNLIKELY(weft__tls_uthread))
+        top = weft__tls_make(t, top); /* its TLS area at the top of the stack */
+    weft__san_stack_new(&t->san, t->stack_lo, (size_t)(top - t->stack_lo));
+    weft__ctx_make(&t->ctx, top, uthread_start, t);
     atomic_store_explicit(&t->state, WEFT__BLOCKED, memory_order_relaxed);
     atomic_fetch_add(WEFT__AT(&weft__rt.live), 1);
     if (a.flags & WEFT_PINNED) /* its vcore stays responsive (vcore_idle) */
@@ -651,6 +659,7 @@ void weft__notif_deliver(struct weft__vcore *vc, struct weft_uthread *ut)
 static void park_handoff_entry(void *arg)
 {
     struct weft__vcore *vc = arg;
+    WEFT__TLS_ENTER(vc, vc->handoff_to); /* before the park word publishes ut */
     struct weft_uthread *ut = vc->current;
     vc->current = NULL;
     if (WEFT__UNLIKELY(!ut->guarded))

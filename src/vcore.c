@@ -419,6 +419,7 @@ struct settings {
     size_t stack_size;
     unsigned preempt_us;
     const struct weft_sched_ops *ops;
+    bool tls_uthread;
 };
 
 /* settings_from() merges cfg, the environment and defaults; 0 or errno. */
@@ -476,6 +477,16 @@ static int settings_from(const struct weft_config *cfg, int maxv, struct setting
         fprintf(stderr, "weft: unknown scheduler \"%s\"\n", name);
         return EINVAL;
     }
+    if (c.tls != 0 && c.tls != WEFT_TLS_SHARED && c.tls != WEFT_TLS_UTHREAD)
+        return EINVAL;
+    s->tls_uthread = c.tls == WEFT_TLS_UTHREAD;
+    if (!c.tls) {
+        const char *t = getenv("WEFT_TLS");
+        if (t && strcmp(t, "uthread") == 0)
+            s->tls_uthread = true;
+        else if (t && *t && strcmp(t, "shared") != 0)
+            fprintf(stderr, "weft: ignoring WEFT_TLS=%s (shared, uthread)\n", t);
+    }
     return 0;
 }
 
@@ -492,6 +503,7 @@ static void *vcore_thread(void *arg)
     pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
     weft__tls_vc = vc;
     vc->errno_addr = &errno;
+    weft__tls_vcore_start(vc);
     weft__san_thread(&vc->san);
     stack_t ss = { .ss_sp = vc->altstack, .ss_size = WEFT__ALTSTACK_SIZE, .ss_flags = 0 };
     sigaltstack(&ss, NULL);
@@ -999,7 +1011,7 @@ int weft_init(const struct weft_config *cfg)
     struct weft__runtime *rt = &weft__rt;
     int cpus[CPU_SETSIZE];
     int maxv = affinity_cpus(cpus, CPU_SETSIZE);
-    struct settings s;
+    struct settings s = { 0 };
     int r, started = 0, setup = 0;
 
     weft__sys.pthread_mutex_lock(&init_lock);
@@ -1009,6 +1021,8 @@ int weft_init(const struct weft_config *cfg)
     }
     r = settings_from(cfg, maxv, &s);
     if (r)
+        goto out;
+    if (s.tls_uthread && (r = weft__tls_init()) != 0)
         goto out;
     r = weft__notif_init(s.preempt_us);
     if (r)
@@ -1074,6 +1088,8 @@ fail_vcores:
 fail_stack:
     weft__stack_fini();
 out:
+    if (r && s.tls_uthread)
+        weft__tls_fini();
     weft__sys.pthread_mutex_unlock(&init_lock);
     return r;
 }
@@ -1193,6 +1209,7 @@ void weft_shutdown(void)
         rt->ops->fini();
     vcores_free(rt->nvcores);
     weft__stack_fini();
+    weft__tls_fini();
     rt->nvcores = 0;
     atomic_store(&rt->closing, false);
     atomic_store(&rt->state, WEFT__OFF);

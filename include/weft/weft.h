@@ -37,7 +37,7 @@ extern "C" {
 
 /* Runtime configuration; a zero field means "default or environment".
  * Environment overrides for zero fields: WEFT_VCORES, WEFT_STACK_SIZE,
- * WEFT_PREEMPT_US, WEFT_SCHED. */
+ * WEFT_PREEMPT_US, WEFT_SCHED, WEFT_TLS. */
 struct weft_config {
     int vcores;          /* vcores to run, 1..weft_max_vcores(); 0 = all */
     size_t stack_size;   /* default uthread stack in bytes; 0 = 256 KiB */
@@ -46,7 +46,25 @@ struct weft_config {
                             last set, else cooperative (see <weft/event.h>) */
     const char *sched;   /* scheduler name: "ws" (default), "fifo", or one
                             registered with weft_sched_register() */
+    int tls;             /* WEFT_TLS_SHARED or WEFT_TLS_UTHREAD; 0 = the
+                            environment (WEFT_TLS=shared|uthread), else shared */
 };
+
+/* TLS modes. Shared (the default): a uthread uses the thread-local storage
+ * of the vcore that runs it (errno is carried across switches; other
+ * __thread variables are the kernel thread's). Uthread: each uthread has its
+ * own static TLS area, laid out as glibc lays out a thread's, and its own
+ * thread pointer, switched with the uthread (wrfsbase, or arch_prctl where
+ * the CPU or kernel does not allow it; tpidr_el0 on aarch64): __thread
+ * variables, errno and glibc's per-thread state follow it across vcores,
+ * dlopen()ed modules' TLS is allocated on first use as for threads. It
+ * costs a thread-pointer load per switch and the area per uthread (the C
+ * library's static TLS size, a few KiB, at the top of its stack). Refused
+ * (weft_init returns ENOTSUP, saying why) in sanitizer builds and with a C
+ * library that does not describe its thread layout. The yield pass's flag
+ * mode does not preempt in this mode (signals and counter mode do). */
+#define WEFT_TLS_SHARED  1
+#define WEFT_TLS_UTHREAD 2
 
 /* weft_init() starts the runtime with cfg (NULL = defaults and environment).
  * Returns 0, EBUSY if already running (or if the application handles the
