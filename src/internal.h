@@ -463,6 +463,9 @@ void weft__stack_check(struct weft_uthread *t);
  * kernel thread's own. The switch paths call them through WEFT__TLS_ENTER /
  * WEFT__TLS_LEAVE: one predictable branch each in the default, shared mode. */
 extern bool weft__tls_uthread;       /* fixed while the runtime runs */
+/* weft__tls_default_uthread: the mode when neither weft_config.tls nor
+ * WEFT_TLS says (the pthread layer sets it: threads expect their own TLS). */
+extern bool weft__tls_default_uthread;
 int weft__tls_init(void);            /* 0, or ENOTSUP (said on stderr) / ENOMEM */
 void weft__tls_fini(void);
 void weft__tls_vcore_start(struct weft__vcore *vc);

@@ -68,6 +68,7 @@
 #include "internal.h"
 
 bool weft__tls_uthread;
+bool weft__tls_default_uthread;
 
 #define TLS_DTV_UNALLOCATED ((void *)-1l)
 #define DTV_SURPLUS 14

@@ -420,6 +420,7 @@ struct settings {
     unsigned preempt_us;
     const struct weft_sched_ops *ops;
     bool tls_uthread;
+    bool tls_asked;                  /* by cfg or WEFT_TLS, not by weft__tls_default_uthread */
 };
 
 /* settings_from() merges cfg, the environment and defaults; 0 or errno. */
@@ -480,12 +481,17 @@ static int settings_from(const struct weft_config *cfg, int maxv, struct setting
     if (c.tls != 0 && c.tls != WEFT_TLS_SHARED && c.tls != WEFT_TLS_UTHREAD)
         return EINVAL;
     s->tls_uthread = c.tls == WEFT_TLS_UTHREAD;
+    s->tls_asked = c.tls != 0;
     if (!c.tls) {
         const char *t = getenv("WEFT_TLS");
-        if (t && strcmp(t, "uthread") == 0)
-            s->tls_uthread = true;
-        else if (t && *t && strcmp(t, "shared") != 0)
+        if (t && (strcmp(t, "uthread") == 0 || strcmp(t, "shared") == 0)) {
+            s->tls_uthread = strcmp(t, "uthread") == 0;
+            s->tls_asked = true;
+        } else if (t && *t) {
             fprintf(stderr, "weft: ignoring WEFT_TLS=%s (shared, uthread)\n", t);
+        }
+        if (!s->tls_asked)
+            s->tls_uthread = weft__tls_default_uthread;
     }
     return 0;
 }
@@ -1022,8 +1028,13 @@ int weft_init(const struct weft_config *cfg)
     r = settings_from(cfg, maxv, &s);
     if (r)
         goto out;
-    if (s.tls_uthread && (r = weft__tls_init()) != 0)
-        goto out;
+    if (s.tls_uthread && (r = weft__tls_init()) != 0) {
+        if (s.tls_asked)
+            goto out;
+        fprintf(stderr, "weft: using shared TLS\n"); /* only the pthread layer's default */
+        s.tls_uthread = false;
+        r = 0;
+    }
     r = weft__notif_init(s.preempt_us);
     if (r)
         goto out;

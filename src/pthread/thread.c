@@ -58,6 +58,9 @@ __attribute__((constructor)) static void pt_resolve(void)
     REAL(pthread_getschedparam);
     if (!weft__pt_real.pthread_self || !weft__pt_real.pthread_exit)
         weft__panic("libweft-pthread: cannot find the C library's pthread calls");
+    /* Threads expect their own __thread variables: per-uthread TLS unless
+     * WEFT_TLS or weft_config.tls says otherwise (or it is refused here). */
+    weft__tls_default_uthread = true;
 }
 #undef REAL
 
