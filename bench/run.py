@@ -106,7 +106,7 @@ def run_section(sec: S.Section, bins: builder.Binaries, rounds: int, warmup: int
             for res in run["results"]:
                 if res.get("bench") != (job.bench or sec.name):
                     continue
-                key = (res.get("impl", "?"), res.get("param", "?") + job.param_suffix)
+                key = (job.label or res.get("impl", "?"), res.get("param", "?") + job.param_suffix)
                 if job.param_suffix and key not in job.rows:
                     continue                         # a row this job does not stand for
                 r = row(*key)                        # unexpected rows shown too
@@ -332,7 +332,8 @@ def main() -> int:
     http_duration = 10 if full else 2     # per kept run; 3 load shapes x 5 servers
     ncpu = len(os.sched_getaffinity(0))
 
-    micro = S.micro_sections(ncpu) + S.preempt_sections(ncpu, full) + [S.yieldpass_section(full)]
+    micro = S.micro_sections(ncpu) + S.pthread_sections() + S.preempt_sections(ncpu, full) + \
+        [S.yieldpass_section(full)]
     micro.append(S.idlemem_section(full))          # run by run_idlemem()
     scaling = S.scaling_section(ncpu)
     names = [s.name for s in micro] + ["ring", "scaling", "http"]

@@ -100,7 +100,7 @@ static struct {
     size_t spec_count, spec1_size;
     ptrdiff_t rseq_cpu_off;          /* rseq's cpu_id - TP, or 0: none */
     ptrdiff_t crit_off, vc_off;      /* weft__tls_crit, weft__tls_vc - TP */
-    ptrdiff_t malloc_off[4];         /* the C library's per-thread malloc words - TP */
+    ptrdiff_t malloc_off[4];         /* the C library's per-thread malloc words - TP (probe) */
     int nmalloc;
     struct module *mods;
     size_t nmods, maxmod, gen;
@@ -193,14 +193,38 @@ static int count_tls(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-/* probe_malloc(): glibc's malloc keeps a per-thread cache and arena in
- * TLS, which it frees only when a kernel thread exits. A uthread must use
- * its vcore's, as in the shared mode (no uthread is preempted inside libc,
- * so one cache per kernel thread is safe), or every uthread that ends would
- * leak its own. Their offsets are not published: install a fresh copy of
- * the template on this thread for a moment, malloc and free once, and note
- * which pointer-sized words of the area changed (errno aside). */
-static int probe_malloc(char *tp)
+/* probe(): what glibc sets up in a new thread's TLS beyond the images, at
+ * offsets it does not publish, learnt by installing a fresh copy of the
+ * template on this thread for a moment (signals blocked) and noting which
+ * pointer-sized words change (errno and the struct pthread aside):
+ *  - __ctype_init(), which start_thread calls for every thread, points the
+ *    ctype tables' TLS words at the locale's tables: the same values for
+ *    every thread, so they go into the template;
+ *  - malloc keeps a per-thread cache and arena in TLS, which it frees only
+ *    when a kernel thread exits. A uthread must use its vcore's, as in the
+ *    shared mode (no uthread is preempted inside libc, so one cache per
+ *    kernel thread is safe), or every uthread that ends would leak its own:
+ *    weft__tls_enter/leave carry those words. */
+static int probe_diff(char *area, const char *before, ptrdiff_t errno_off, ptrdiff_t *offs,
+                      int max)
+{
+    int n = 0;
+    for (size_t o = 0; o + sizeof(void *) <= L.size; o += sizeof(void *)) {
+        ptrdiff_t off = (ptrdiff_t)o - L.tp_off;
+        if (off >= L.pd_off && off < L.pd_off + (ptrdiff_t)L.pd_size)
+            continue; /* the struct pthread (tid, ...) */
+        if (off == errno_off || off == (errno_off & ~(ptrdiff_t)7))
+            continue;
+        if (memcmp(area + o, before + o, sizeof(void *)) != 0) {
+            if (n == max)
+                return max + 1;
+            offs[n++] = off;
+        }
+    }
+    return n;
+}
+
+static int probe(char *tp)
 {
     char *area = aligned_alloc(L.align, L.size);
     char *copy = aligned_alloc(L.align, L.size);
@@ -219,31 +243,30 @@ static int probe_malloc(char *tp)
     ((void **)(void *)(ppd + L.spec_off))[0] = ppd + L.spec1_off;
     memcpy(copy, area, L.size);
     ptrdiff_t errno_off = (char *)&errno - tp;
+    void (*ctype_init)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "__ctype_init");
     sigset_t all, old;
     sigfillset(&all);
     weft__sys.pthread_sigmask(SIG_SETMASK, &all, &old); /* no handler on the probe's TLS */
+    tls_set(ptp);
+    if (ctype_init)
+        ctype_init();
+    tls_set(tp);
+    ptrdiff_t ctype_off[8];
+    int nctype = probe_diff(area, copy, errno_off, ctype_off, 8);
+    memcpy(copy, area, L.size);
     tls_set(ptp);
     void *volatile p = malloc(24);
     free(p);
     tls_set(tp);
     weft__sys.pthread_sigmask(SIG_SETMASK, &old, NULL);
-    L.nmalloc = 0;
-    for (size_t o = 0; o + sizeof(void *) <= L.size; o += sizeof(void *)) {
-        ptrdiff_t off = (ptrdiff_t)o - L.tp_off;
-        if (off >= L.pd_off && off < L.pd_off + (ptrdiff_t)L.pd_size)
-            continue; /* the struct pthread (tid, ...): not malloc's */
-        if (off == errno_off || off == (errno_off & ~(ptrdiff_t)7))
-            continue;
-        if (memcmp(area + o, copy + o, sizeof(void *)) != 0) {
-            if (L.nmalloc == 4)
-                break;
-            L.malloc_off[L.nmalloc++] = off;
-        }
-    }
-    /* the probe's own cache stays allocated: once per process */
+    L.nmalloc = probe_diff(area, copy, errno_off, L.malloc_off, 3);
+    for (int i = 0; i < nctype && nctype <= 8; i++) /* the same for every thread */
+        memcpy(L.tmpl + L.tp_off + ctype_off[i], area + L.tp_off + ctype_off[i], sizeof(void *));
+    /* the probe's own malloc cache stays allocated: once per process */
     free(copy);
     free(area);
-    return L.nmalloc > 0 && L.nmalloc < 4 ? 0 : EINVAL;
+    return L.nmalloc > 0 && L.nmalloc <= 3 && (!ctype_init || (nctype > 0 && nctype <= 8)) ? 0
+                                                                                   : EINVAL;
 }
 
 static int refuse(const char *why)
@@ -331,10 +354,10 @@ int weft__tls_init(void)
     }
     memcpy(ttp + L.pd_off, pd, L.pd_size);
     L.tmpl = t;
-    if (probe_malloc(tp) != 0) {
+    if (probe(tp) != 0) {
         L.tmpl = NULL;
         free(t);
-        return refuse("cannot find the C library's per-thread malloc state");
+        return refuse("cannot find the C library's per-thread ctype and malloc state");
     }
 ready:
     weft__tls_uthread = true;

@@ -6,7 +6,8 @@
  *     yields; at all vcores they move between vcores (counted);
  *  2. glibc's own per-thread state follows: pthread_self() (the C
  *     library's, which reads the thread pointer) is each uthread's own and
- *     stays the same across moves;
+ *     stays the same across moves; printf("%f"), toupper and isalpha work
+ *     (the ctype tables glibc points every new thread's TLS at);
  *  3. a dlopen()ed module's __thread data (dynamic TLS, allocated on first
  *     use by the C library) is each uthread's own, also its 10 000-byte
  *     array;
@@ -15,6 +16,7 @@
  *     __thread variable; the main thread's value is untouched).
  * In sanitizer builds weft_init refuses the mode with ENOTSUP (checked).
  */
+#include <ctype.h>
 #include <dlfcn.h>
 #include <poll.h>
 
@@ -53,6 +55,12 @@ static void check_mine(long me, const char *where)
         CHECK(pages[i] == (unsigned char)(me & 0xff), "uthread %ld: __thread array byte %zu after %s",
               me, i, where);
     CHECK(pages[sizeof pages - 1] == (unsigned char)(me & 0xff), "last byte");
+    char buf[64]; /* glibc's locale and ctype state, set up per thread */
+    snprintf(buf, sizeof buf, "%.2f %s", (double)me / 4, "x");
+    char want[64];
+    snprintf(want, sizeof want, "%ld.%02ld x", me / 4, (me % 4) * 25);
+    CHECK(strcmp(buf, want) == 0 && toupper('q') == 'Q' && isalpha('z'), "uthread %ld: printf "
+          "gives '%s'", me, buf);
     if (mod_get) {
         CHECK(mod_get() == me * 3, "uthread %ld: the module's __thread is %ld after %s", me, mod_get(), where);
         char *b = mod_big();
