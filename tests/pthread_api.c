@@ -74,6 +74,22 @@ static void case_threads(void)
     CHECK_RC(pthread_attr_getstacksize(&got, &sz), 0);
     CHECK(sz >= 1 << 20, "the uthread's stack is %zu bytes, asked 1 MiB", sz);
     CHECK_RC(pthread_join(s, NULL), 0);
+    /* calls that take a pthread_t */
+    CHECK_RC(pthread_create(&s, NULL, sleeper, (void *)3), 0);
+    cpu_set_t cs;
+    CPU_ZERO(&cs);
+    CPU_SET(0, &cs);
+    CHECK_RC(pthread_setaffinity_np(s, sizeof cs, &cs), 0);
+    CHECK_RC(pthread_getaffinity_np(s, sizeof cs, &cs), 0);
+    CHECK(CPU_COUNT(&cs) >= 1, "affinity");
+    clockid_t ck;
+    CHECK_RC(pthread_getcpuclockid(s, &ck), ENOENT);
+    CHECK_RC(pthread_tryjoin_np(s, &r), EBUSY);
+    struct timespec far;
+    clock_gettime(CLOCK_REALTIME, &far);
+    far.tv_sec += 10;
+    CHECK_RC(pthread_timedjoin_np(s, &r, &far), 0);
+    CHECK(r == (void *)3, "timedjoin result");
     CHECK_RC(pthread_create(&s, NULL, ret_arg, NULL), 0);
     CHECK_RC(pthread_join(s, NULL), 0);
     CHECK_RC(pthread_detach(s), ESRCH); /* joined: a default stack stays cached, so this is safe */

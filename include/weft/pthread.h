@@ -90,6 +90,15 @@ int weft_pthread_getschedparam(pthread_t t, int *policy, struct sched_param *p);
 int weft_pthread_setschedprio(pthread_t t, int prio);
 int weft_pthread_setconcurrency(int level);
 int weft_pthread_getconcurrency(void);
+/* Calls that take a pthread_t: for a uthread, getcpuclockid is ENOENT (its
+ * CPU time is its vcore's), setaffinity_np is accepted and changes nothing
+ * (the vcores are pinned), getaffinity_np gives the process's CPUs,
+ * tryjoin_np is EBUSY until it has finished, timedjoin_np waits for it. */
+int weft_pthread_getcpuclockid(pthread_t t, clockid_t *clock);
+int weft_pthread_setaffinity_np(pthread_t t, size_t size, const cpu_set_t *set);
+int weft_pthread_getaffinity_np(pthread_t t, size_t size, cpu_set_t *set);
+int weft_pthread_tryjoin_np(pthread_t t, void **result);
+int weft_pthread_timedjoin_np(pthread_t t, void **result, const struct timespec *abstime);
 
 /* ---- attributes (stack size and detach state used; the rest stored) ---------- */
 
@@ -249,6 +258,11 @@ sem_t *weft_psem_open(const char *name, int oflag, ...);
 #define pthread_getschedparam weft_pthread_getschedparam
 #define pthread_setschedprio weft_pthread_setschedprio
 #define pthread_setconcurrency weft_pthread_setconcurrency
+#define pthread_getcpuclockid weft_pthread_getcpuclockid
+#define pthread_setaffinity_np weft_pthread_setaffinity_np
+#define pthread_getaffinity_np weft_pthread_getaffinity_np
+#define pthread_tryjoin_np weft_pthread_tryjoin_np
+#define pthread_timedjoin_np weft_pthread_timedjoin_np
 #define pthread_getconcurrency weft_pthread_getconcurrency
 #define pthread_attr_init weft_pthread_attr_init
 #define pthread_attr_destroy weft_pthread_attr_destroy

@@ -72,6 +72,11 @@ struct weft__pt_real {
     int (*pthread_getname_np)(pthread_t, char *, size_t);
     int (*pthread_setschedparam)(pthread_t, int, const struct sched_param *);
     int (*pthread_getschedparam)(pthread_t, int *, struct sched_param *);
+    int (*pthread_getcpuclockid)(pthread_t, clockid_t *);
+    int (*pthread_setaffinity_np)(pthread_t, size_t, const cpu_set_t *);
+    int (*pthread_getaffinity_np)(pthread_t, size_t, cpu_set_t *);
+    int (*pthread_tryjoin_np)(pthread_t, void **);
+    int (*pthread_timedjoin_np)(pthread_t, void **, const struct timespec *);
 };
 extern struct weft__pt_real weft__pt_real;
 

@@ -56,6 +56,11 @@ __attribute__((constructor)) static void pt_resolve(void)
     REAL(pthread_getname_np);
     REAL(pthread_setschedparam);
     REAL(pthread_getschedparam);
+    REAL(pthread_getcpuclockid);
+    REAL(pthread_setaffinity_np);
+    REAL(pthread_getaffinity_np);
+    REAL(pthread_tryjoin_np);
+    REAL(pthread_timedjoin_np);
     if (!weft__pt_real.pthread_self || !weft__pt_real.pthread_exit)
         weft__panic("libweft-pthread: cannot find the C library's pthread calls");
     /* Threads expect their own __thread variables: per-uthread TLS unless
@@ -264,6 +269,16 @@ int weft_pthread_create(pthread_t *out, const pthread_attr_t *attr, void *(*fn)(
         return EAGAIN;
     st->fn = fn;
     st->arg = arg;
+    struct pt *me = weft_self() ? weft__pt_self() : NULL;
+    if (me) { /* the creator's signal mask, as POSIX says */
+        st->mask = me->mask;
+    } else {
+        sigset_t cur;
+        weft__pt_real.pthread_sigmask(SIG_BLOCK, NULL, &cur);
+        for (int s = 1; s <= 64 && s < NSIG; s++)
+            if (sigismember(&cur, s) == 1)
+                st->mask |= (uint64_t)1 << (s - 1);
+    }
     weft_t t;
     int r = weft_spawn(&t, &wa, pt_start, st);
     if (r) {
@@ -439,6 +454,60 @@ int weft_pthread_getconcurrency(void)
     return __atomic_load_n(&concurrency, __ATOMIC_RELAXED);
 }
 
+/* The C library's calls that take a pthread_t and would read a uthread's
+ * memory as its own thread descriptor: answered for uthreads here. */
+int weft_pthread_getcpuclockid(pthread_t th, clockid_t *clock)
+{
+    if (!weft__pt_is_uthread(th))
+        return weft__pt_real.pthread_getcpuclockid(th, clock);
+    (void)clock;
+    return ENOENT; /* a uthread's CPU time is not counted apart from its vcore's */
+}
+
+int weft_pthread_setaffinity_np(pthread_t th, size_t size, const cpu_set_t *set)
+{
+    if (!weft__pt_is_uthread(th))
+        return weft__pt_real.pthread_setaffinity_np(th, size, set);
+    (void)size;
+    (void)set;
+    return 0; /* accepted: the vcores are pinned, a uthread runs where the scheduler puts it */
+}
+
+int weft_pthread_getaffinity_np(pthread_t th, size_t size, cpu_set_t *set)
+{
+    if (!weft__pt_is_uthread(th))
+        return weft__pt_real.pthread_getaffinity_np(th, size, set);
+    return sched_getaffinity(0, size, set) == 0 ? 0 : errno; /* the process's CPUs */
+}
+
+int weft_pthread_tryjoin_np(pthread_t th, void **result)
+{
+    if (!weft__pt_is_uthread(th))
+        return weft__pt_real.pthread_tryjoin_np(th, result);
+    struct weft_uthread *t = (struct weft_uthread *)th;
+    if (atomic_load_explicit(&t->state, memory_order_acquire) != WEFT__DONE)
+        return EBUSY;
+    return weft_pthread_join(th, result);
+}
+
+int weft_pthread_timedjoin_np(pthread_t th, void **result, const struct timespec *abs)
+{
+    if (!weft__pt_is_uthread(th))
+        return weft__pt_real.pthread_timedjoin_np(th, result, abs);
+    uint64_t d;
+    int r = weft__pt_deadline(CLOCK_REALTIME, abs, &d);
+    if (r)
+        return r;
+    struct weft_uthread *t = (struct weft_uthread *)th;
+    /* weft_join has no deadline: look every millisecond until it */
+    while (atomic_load_explicit(&t->state, memory_order_acquire) != WEFT__DONE) {
+        if (weft_now_ns() >= d)
+            return ETIMEDOUT;
+        weft__pt_sleep_until(weft_now_ns() + 1000000 < d ? weft_now_ns() + 1000000 : d);
+    }
+    return weft_pthread_join(th, result);
+}
+
 /* ---- keys ------------------------------------------------------------------------------ */
 
 int weft_pthread_key_create(pthread_key_t *k, void (*destructor)(void *))
@@ -496,3 +565,8 @@ PT_ALIAS(pthread_key_create, weft_pthread_key_create)
 PT_ALIAS(pthread_key_delete, weft_pthread_key_delete)
 PT_ALIAS(pthread_getspecific, weft_pthread_getspecific)
 PT_ALIAS(pthread_setspecific, weft_pthread_setspecific)
+PT_ALIAS(pthread_getcpuclockid, weft_pthread_getcpuclockid)
+PT_ALIAS(pthread_setaffinity_np, weft_pthread_setaffinity_np)
+PT_ALIAS(pthread_getaffinity_np, weft_pthread_getaffinity_np)
+PT_ALIAS(pthread_tryjoin_np, weft_pthread_tryjoin_np)
+PT_ALIAS(pthread_timedjoin_np, weft_pthread_timedjoin_np)
