@@ -28,7 +28,7 @@
  * I/O on regular files (page cache; see weft_pread/weft_offload), fread/
  * fwrite/fgets and the rest of stdio (glibc calls its internal read/write),
  * getaddrinfo and other resolver calls, wait/waitpid, flock/fcntl locks,
- * pthread_mutex/cond (use weft's), clock_nanosleep, sigwait, pipe2-less
+ * pthread_mutex/cond (use weft's, or libweft-pthread.so, which carries this shim), clock_nanosleep, sigwait, pipe2-less
  * blocking opens of FIFOs, and any system call made with syscall(2).
  *
  * errno: a call that parks may resume on another vcore, whose kernel thread
