@@ -316,7 +316,8 @@ def main() -> int:
                          "(quick: 2 s)")
     ap.add_argument("--only", default="",
                     help="comma-separated sections: baseline,yield,spawn,pingpong,mutex,"
-                         "netpingpong,fairness,wakelat,yieldpass,idlemem,ring,scaling,http")
+                         "netpingpong,pthread,tls,sysbench,fairness,wakelat,yieldpass,idlemem,ring,"
+                         "scaling,http")
     ap.add_argument("--rounds", type=int, help="kept rounds per program (quick 3, full 5)")
     ap.add_argument("--warmup-rounds", type=int, default=1, help="discarded rounds (default 1)")
     ap.add_argument("--build-dir", default=str(ROOT / "build"))
