@@ -278,6 +278,9 @@ static int refuse(const char *why)
 int weft__tls_init(void)
 {
 #if defined(WEFT_ASAN) || defined(WEFT_TSAN)
+    (void)collect;
+    (void)count_tls;
+    (void)probe;
     return refuse("sanitizer runtimes keep per-thread state in TLS");
 #elif !defined(__x86_64__) && !defined(__aarch64__)
     return refuse("no thread-pointer switch for this CPU");
