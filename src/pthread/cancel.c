@@ -230,7 +230,7 @@ static void run_handler(struct pt *st, int sig)
     st->mask = saved;
 }
 
-void weft__pt_requests(struct pt *st)
+void weft__pt_signals(struct pt *st)
 {
     uint64_t p;
     while ((p = atomic_load_explicit(&st->sigpending, memory_order_acquire) & ~st->mask) != 0) {
@@ -238,6 +238,11 @@ void weft__pt_requests(struct pt *st)
         atomic_fetch_and(&st->sigpending, ~BIT(sig));
         run_handler(st, sig);
     }
+}
+
+void weft__pt_requests(struct pt *st)
+{
+    weft__pt_signals(st);
     if (WEFT__UNLIKELY(atomic_load(&st->cancel_pending)) && !st->cancel_disabled) {
         st->exit_value = PTHREAD_CANCELED;
         weft__pt_unwind(st);

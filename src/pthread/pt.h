@@ -48,6 +48,9 @@ bool weft__pt_is_uthread(pthread_t t);
  * pending signals' handlers, and if cancellation is pending and enabled
  * unwinds (never returns then). A cancellation point. */
 void weft__pt_requests(struct pt *st);
+/* pt_signals(st): only the pending signals' handlers (what the mask lets
+ * through). */
+void weft__pt_signals(struct pt *st);
 /* pt_unwind(st): run the cleanup handlers, then end the uthread with
  * st->exit_value. */
 _Noreturn void weft__pt_unwind(struct pt *st);

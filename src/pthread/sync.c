@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,12 @@
 #define MA(a) (*(int *)(void *)(a))
 #define CMA(a) (*(const int *)(const void *)(a))
 
-int weft_pthread_mutexattr_init(pthread_mutexattr_t *a) { MA(a) = PTHREAD_MUTEX_DEFAULT; return 0; }
+int weft_pthread_mutexattr_init(pthread_mutexattr_t *a)
+{
+    /* the priority ceiling is stored only; its default lies in SCHED_FIFO's range */
+    MA(a) = PTHREAD_MUTEX_DEFAULT | (sched_get_priority_min(SCHED_FIFO) & 0xff) << 8;
+    return 0;
+}
 int weft_pthread_mutexattr_destroy(pthread_mutexattr_t *a) { (void)a; return 0; }
 int weft_pthread_mutexattr_settype(pthread_mutexattr_t *a, int type)
 {
@@ -255,6 +261,8 @@ static int cond_wait(struct pcond *pc, pthread_mutex_t *pm, uint64_t deadline)
         weft__spin_unlock(&st->lk);
     }
     __atomic_fetch_sub(&c->waiters, 1, __ATOMIC_RELEASE); /* last touch of c */
+    if (st)
+        weft__pt_signals(st); /* handlers first: they must not need m */
     weft_mutex_lock(m);
     if (st)
         weft__pt_requests(st); /* may not return: cancelled, holding m */
