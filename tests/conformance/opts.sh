@@ -124,7 +124,7 @@ excl=$here/exclusions.txt
 awk -v excl="$excl" '
   BEGIN { while ((getline line < excl) > 0) { if (line ~ /^#/ || line == "") continue;
             split(line, f, /[ \t]+/); why = line; sub(/^[^ \t]+[ \t]+/, "", why); ex[f[1]] = why } }
-  { g[$2]++; w[$3]++; n++
+  { g[$2]++; w[$3]++; n++; res[$1] = $3
     if ($2 == "PASS" && $3 != "PASS") { if ($1 in ex) exl[$1] = $3; else reg[$1] = $3 }
     if ($2 != "PASS" && $3 == "PASS") better[$1] = $2 }
   END {
@@ -142,6 +142,8 @@ awk -v excl="$excl" '
     for (k in exl) printf "  excluded   %s: %s (%s)\n", k, exl[k], ex[k]
     printf "pass on weft, not on glibc: %d\n", nb
     for (k in better) printf "  %s (glibc: %s)\n", k, better[k]
+    for (k in ex) if (!(k in exl) && (k in res) && res[k] == "PASS")
+      printf "  stale exclusion: %s passes on weft now (remove it from exclusions.txt)\n", k
     exit nr > 0
   }' "$out/results.txt" | tee "$out/summary.md"
 status=${PIPESTATUS[0]}
