@@ -1,7 +1,7 @@
 /*
  * pthread.h — POSIX threads on weft: pthread_create makes a uthread, the
  * mutexes, condition variables, ... park uthreads instead of blocking
- * vcores. Link with libweft-pthread (pkg-config weft-pthread).
+ * vcores. Link with libweft-pthread: $(pkg-config --variable=pthread_libs weft).
  *
  * Two ways to use it:
  *   - #include <weft/pthread.h> (after or instead of <pthread.h>): every
@@ -9,7 +9,8 @@
  *     weft_sem_ functions, so calls go straight to weft (this also works in
  *     sanitizer builds). Define WEFT_PTHREAD_NO_MACROS to get only the
  *     weft_pthread_ names.
- *   - LD_PRELOAD=libweft-pthread.so for an unmodified binary (or link it
+ *   - LD_PRELOAD=libweft-pthread.so for an unmodified binary
+ *     ($(pkg-config --variable=pthread_preload weft)), or link it
  *     first): the library defines the pthread_ and sem_ names themselves and
  *     includes the I/O shim of libweft-preload.so. Not in sanitizer builds
  *     (the sanitizer runtimes own those names).
