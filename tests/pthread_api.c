@@ -93,9 +93,12 @@ static void case_threads(void)
     CHECK_RC(pthread_create(&s, NULL, ret_arg, NULL), 0);
     CHECK_RC(pthread_join(s, NULL), 0);
     CHECK_RC(pthread_detach(s), ESRCH); /* joined: a default stack stays cached, so this is safe */
-    static char stack[1 << 16];
-    CHECK_RC(pthread_attr_setstack(&a, stack, sizeof stack), 0);
+    size_t ssz = 1 << 20; /* above PTHREAD_STACK_MIN everywhere (aarch64's is 128 KiB) */
+    void *stack = malloc(ssz);
+    CHECK(stack != NULL, "malloc");
+    CHECK_RC(pthread_attr_setstack(&a, stack, ssz), 0);
     CHECK_RC(pthread_create(&s, &a, ret_arg, NULL), ENOTSUP);
+    free(stack);
     CHECK_RC(pthread_attr_destroy(&a), 0);
     CHECK_RC(pthread_attr_init(&a), 0);
     struct sched_param sp = { .sched_priority = 10 };

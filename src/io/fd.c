@@ -300,6 +300,22 @@ static void take_any(struct weft__fd *f, int st, struct weft__waiter **list)
     }
 }
 
+/* unlink_members() takes the members nobody took off their queues; after
+ * each descriptor's lock, no waker holds a pointer to one. A function of
+ * its own: it runs after a switch, maybe on another kernel thread, and the
+ * spinlocks count themselves in TLS (invariant 2: no TLS address computed
+ * before the switch may be reused). */
+static WEFT__NOINLINE void unlink_members(struct weft__fd_watch *ws, int queued)
+{
+    for (int i = 0; i < queued; i++) {
+        struct weft__fd *f = ws[i].f;
+        weft__spin_lock(&f->lock);
+        if (ws[i].w.status == WEFT__WAITING)
+            weft__waitq_remove(&f->any, &ws[i].w);
+        weft__spin_unlock(&f->lock);
+    }
+}
+
 int weft__fd_wait_many(struct weft__fd_watch *ws, int n, uint64_t deadline)
 {
     const struct weft__poller_ops *p = atomic_load_explicit(&weft__poller, memory_order_acquire);
@@ -339,14 +355,7 @@ int weft__fd_wait_many(struct weft__fd_watch *ws, int n, uint64_t deadline)
         }
         atomic_fetch_sub_explicit(&weft__io_nwaiting, 1, memory_order_relaxed);
     }
-    /* Unlink the members nobody took; after each lock, no waker holds one. */
-    for (int i = 0; i < queued; i++) {
-        struct weft__fd *f = ws[i].f;
-        weft__spin_lock(&f->lock);
-        if (ws[i].w.status == WEFT__WAITING)
-            weft__waitq_remove(&f->any, &ws[i].w);
-        weft__spin_unlock(&f->lock);
-    }
+    unlink_members(ws, queued);
     return st == ETIMEDOUT || st == ENOMEM ? st : 0;
 }
 

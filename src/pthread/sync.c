@@ -235,6 +235,16 @@ int weft_pthread_cond_destroy(pthread_cond_t *c)
  * (pt->waiting_cond) before it looks at its requests, and a request bumps
  * that sequence, so a cancellation either is seen or ends the sleep. The
  * mutex is held again before a cancellation acts, as POSIX asks. */
+/* publish_wait(): where the owner waits, for a request's poke (pt->lk).
+ * Not inlined: it is called after a sleep too, and the spinlock counts
+ * itself in TLS (invariant 2). */
+static WEFT__NOINLINE void publish_wait(struct pt *st, weft_cond_t *c)
+{
+    weft__spin_lock(&st->lk);
+    st->waiting_cond = c;
+    weft__spin_unlock(&st->lk);
+}
+
 static int cond_wait(struct pcond *pc, pthread_mutex_t *pm, uint64_t deadline)
 {
     weft_cond_t *c = &pc->c;
@@ -244,22 +254,16 @@ static int cond_wait(struct pcond *pc, pthread_mutex_t *pm, uint64_t deadline)
     struct pt *st = weft__pt_self();
     uint32_t seq = __atomic_load_n(&c->seq, __ATOMIC_RELAXED);
     __atomic_fetch_add(&c->waiters, 1, __ATOMIC_RELAXED);
-    if (st) {
-        weft__spin_lock(&st->lk);
-        st->waiting_cond = c;
-        weft__spin_unlock(&st->lk);
-    }
+    if (st)
+        publish_wait(st, c);
     int r = 0;
     bool asked = st && ((atomic_load(&st->cancel_pending) && !st->cancel_disabled) ||
                         (atomic_load(&st->sigpending) & ~st->mask));
     weft_mutex_unlock(m);
     if (!asked)
         r = weft_futex_wait(&c->seq, seq, deadline);
-    if (st) {
-        weft__spin_lock(&st->lk);
-        st->waiting_cond = NULL;
-        weft__spin_unlock(&st->lk);
-    }
+    if (st)
+        publish_wait(st, NULL); /* after the sleep: maybe another kernel thread */
     __atomic_fetch_sub(&c->waiters, 1, __ATOMIC_RELEASE); /* last touch of c */
     if (st)
         weft__pt_signals(st); /* handlers first: they must not need m */

@@ -84,7 +84,10 @@ bool weft__pt_is_uthread(pthread_t t)
            u->stack_lo + u->stack_size == (char *)u;
 }
 
-struct pt *weft__pt_self(void)
+/* Not inlined (nor weft_pthread_join, pt_detach_state): they take
+ * spinlocks, which count themselves in TLS, and callers reach them after a
+ * switch (invariant 2: no TLS address computed before it may be reused). */
+WEFT__NOINLINE struct pt *weft__pt_self(void)
 {
     struct weft_uthread *ut = weft_self();
     if (!ut)
@@ -232,7 +235,7 @@ int weft_pthread_attr_getschedparam(const pthread_attr_t *a, struct sched_param 
 
 /* pt_detach_state(t): st's detach bookkeeping (jlock); frees st if its
  * thread's destructor has run. */
-static void pt_detach_state(struct weft_uthread *t)
+static WEFT__NOINLINE void pt_detach_state(struct weft_uthread *t)
 {
     weft__spin_lock(&t->jlock);
     struct pt *st = t->pthread;
@@ -296,7 +299,7 @@ int weft_pthread_create(pthread_t *out, const pthread_attr_t *attr, void *(*fn)(
     return 0;
 }
 
-int weft_pthread_join(pthread_t th, void **result)
+WEFT__NOINLINE int weft_pthread_join(pthread_t th, void **result)
 {
     if (!weft__pt_is_uthread(th))
         return weft__pt_real.pthread_join(th, result);
