@@ -133,13 +133,16 @@ static void poke(struct pt *st)
 {
     __atomic_store_n(&st->wake, 1, __ATOMIC_SEQ_CST);
     weft_futex_wake(&st->wake, 1);
-    weft__spin_lock(&st->lk);
-    weft_cond_t *c = st->waiting_cond;
-    if (c) {
+    /* Claim the cond the owner waits on (PT_POKING keeps it from leaving
+     * the wait, so the cond stays alive), bump it, give it back. */
+    weft_cond_t *c = atomic_load(&st->waiting_cond);
+    while (c && c != PT_POKING && !atomic_compare_exchange_weak(&st->waiting_cond, &c, PT_POKING))
+        ;
+    if (c && c != PT_POKING) {
         __atomic_fetch_add(&c->seq, 1, __ATOMIC_SEQ_CST);
         weft_futex_wake(&c->seq, INT32_MAX);
+        atomic_store(&st->waiting_cond, c);
     }
-    weft__spin_unlock(&st->lk);
 }
 
 int weft_pthread_cancel(pthread_t th)

@@ -29,8 +29,9 @@ struct pt {
     _Atomic int cancel_pending;      /* pthread_cancel */
     _Atomic uint64_t sigpending;     /* pthread_kill: bit sig-1 */
     uint32_t wake;                   /* futex word: 1 = a request for a sleeping owner */
-    uint32_t lk;                     /* spinlock: waiting_cond */
-    weft_cond_t *waiting_cond;       /* a cond the owner waits on; guarded by lk */
+    weft_cond_t *_Atomic waiting_cond; /* a cond the owner waits on; set and cleared by
+                                        the owner, PT_POKING while a request bumps it
+                                        (sync.c, cancel.c) */
     /* owner only */
     bool cancel_disabled;
     bool unwinding;                  /* exit or cancellation runs the cleanup handlers */
@@ -38,6 +39,17 @@ struct pt {
     void *cleanup;                   /* top handler node (see cancel.c) */
     uint64_t mask;                   /* blocked signals, bit sig-1 */
 };
+
+/* waiting_cond while another thread bumps it: the owner waits for that to
+ * end before it clears the word (and may let the cond go). */
+#define PT_POKING ((weft_cond_t *)1)
+
+/* pt_asked(st): a signal or a cancellation waits for st's owner. */
+static inline bool weft__pt_asked(struct pt *st)
+{
+    return (atomic_load_explicit(&st->sigpending, memory_order_relaxed) & ~st->mask) ||
+           (atomic_load_explicit(&st->cancel_pending, memory_order_relaxed) && !st->cancel_disabled);
+}
 
 /* pt_self(): the calling uthread's state (made on first use), or NULL
  * outside a uthread or without memory. */

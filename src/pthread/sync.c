@@ -232,17 +232,22 @@ int weft_pthread_cond_destroy(pthread_cond_t *c)
 
 /* cond_wait(): weft_cond_timedwait's sequence protocol (src/sync/cond.c)
  * with cancellation: the waiter publishes the condition it waits on
- * (pt->waiting_cond) before it looks at its requests, and a request bumps
- * that sequence, so a cancellation either is seen or ends the sleep. The
- * mutex is held again before a cancellation acts, as POSIX asks. */
-/* publish_wait(): where the owner waits, for a request's poke (pt->lk).
- * Not inlined: it is called after a sleep too, and the spinlock counts
- * itself in TLS (invariant 2). */
-static WEFT__NOINLINE void publish_wait(struct pt *st, weft_cond_t *c)
+ * (pt->waiting_cond, a seq_cst store) before it looks at its requests, and a
+ * request (set first, seq_cst) bumps that sequence, so a cancellation either
+ * is seen or ends the sleep. The mutex is held again before a cancellation
+ * acts, as POSIX asks. */
+/* unpublish_wait(): the owner leaves its wait: once no request is
+ * bumping the cond (PT_POKING, held for a few instructions by a thread
+ * that holds our jlock), clear the word. */
+static void unpublish_wait(struct pt *st)
 {
-    weft__spin_lock(&st->lk);
-    st->waiting_cond = c;
-    weft__spin_unlock(&st->lk);
+    weft_cond_t *c = atomic_load(&st->waiting_cond);
+    while (c == PT_POKING || !atomic_compare_exchange_weak(&st->waiting_cond, &c, NULL)) {
+        if (c == PT_POKING) {
+            weft__cpu_relax();
+            c = atomic_load(&st->waiting_cond);
+        }
+    }
 }
 
 static int cond_wait(struct pcond *pc, pthread_mutex_t *pm, uint64_t deadline)
@@ -254,21 +259,23 @@ static int cond_wait(struct pcond *pc, pthread_mutex_t *pm, uint64_t deadline)
     struct pt *st = weft__pt_self();
     uint32_t seq = __atomic_load_n(&c->seq, __ATOMIC_RELAXED);
     __atomic_fetch_add(&c->waiters, 1, __ATOMIC_RELAXED);
-    if (st)
-        publish_wait(st, c);
+    if (st) {
+        atomic_store(&st->waiting_cond, c);
+        atomic_thread_fence(memory_order_seq_cst); /* pairs with the requester's: set, then poke */
+    }
     int r = 0;
-    bool asked = st && ((atomic_load(&st->cancel_pending) && !st->cancel_disabled) ||
-                        (atomic_load(&st->sigpending) & ~st->mask));
+    bool asked = st && weft__pt_asked(st);
     weft_mutex_unlock(m);
     if (!asked)
         r = weft_futex_wait(&c->seq, seq, deadline);
     if (st)
-        publish_wait(st, NULL); /* after the sleep: maybe another kernel thread */
+        unpublish_wait(st);
     __atomic_fetch_sub(&c->waiters, 1, __ATOMIC_RELEASE); /* last touch of c */
-    if (st)
+    asked = st && weft__pt_asked(st);
+    if (WEFT__UNLIKELY(asked))
         weft__pt_signals(st); /* handlers first: they must not need m */
     weft_mutex_lock(m);
-    if (st)
+    if (WEFT__UNLIKELY(asked))
         weft__pt_requests(st); /* may not return: cancelled, holding m */
     return r == ETIMEDOUT || r == ENOMEM ? ETIMEDOUT : 0;
 }
