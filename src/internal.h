@@ -86,8 +86,8 @@ struct weft_uthread {
     struct weft__waiter *joiner;     /* guarded by jlock */
     uint64_t io_deadline;            /* weft_io_set_deadline(); 0 = none; owner only */
     void *specific;                  /* weft_key_* values (key.c); owner only, freed at exit */
-    void *pthread;                   /* the pthread layer's state (src/pthread/); guarded by
-                                        jlock */
+    void *pthread;                   /* the pthread layer's state (src/pthread/): written
+                                        under jlock, read atomically (its owner without it) */
     void *tls;                       /* WEFT_TLS=uthread: its thread pointer (tls.c); fixed
                                         at spawn */
     /* stack: fixed while the uthread exists; see stack.c */

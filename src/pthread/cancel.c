@@ -153,7 +153,7 @@ int weft_pthread_cancel(pthread_t th)
     if (atomic_load_explicit(&t->state, memory_order_relaxed) == WEFT__FREE)
         return ESRCH;
     weft__spin_lock(&t->jlock);
-    struct pt *st = t->pthread;
+    struct pt *st = __atomic_load_n((struct pt **)&t->pthread, __ATOMIC_ACQUIRE);
     if (st && !st->exited) {
         atomic_store(&st->cancel_pending, 1);
         poke(st);
@@ -298,7 +298,7 @@ int weft_pthread_kill(pthread_t th, int sig)
         return 0;
     }
     weft__spin_lock(&t->jlock);
-    struct pt *st = t->pthread;
+    struct pt *st = __atomic_load_n((struct pt **)&t->pthread, __ATOMIC_ACQUIRE);
     if (st && !st->exited) {
         atomic_fetch_or(&st->sigpending, BIT(sig));
         poke(st);

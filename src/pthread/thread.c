@@ -238,12 +238,12 @@ int weft_pthread_attr_getschedparam(const pthread_attr_t *a, struct sched_param 
 static WEFT__NOINLINE void pt_detach_state(struct weft_uthread *t)
 {
     weft__spin_lock(&t->jlock);
-    struct pt *st = t->pthread;
+    struct pt *st = __atomic_load_n((struct pt **)&t->pthread, __ATOMIC_ACQUIRE);
     bool free_it = st && st->exited && !st->lazy;
     if (st && !st->lazy)
         st->detached = true;
     if (free_it)
-        t->pthread = NULL;
+        __atomic_store_n((struct pt **)&t->pthread, NULL, __ATOMIC_RELEASE);
     weft__spin_unlock(&t->jlock);
     if (free_it)
         free(st);
@@ -289,7 +289,7 @@ int weft_pthread_create(pthread_t *out, const pthread_attr_t *attr, void *(*fn)(
         return r == ENOMEM ? EAGAIN : r;
     }
     weft__spin_lock(&t->jlock);
-    t->pthread = st; /* it may have run already: pt_start set the same */
+    __atomic_store_n((struct pt **)&t->pthread, st, __ATOMIC_RELEASE); /* pt_start sets the same */
     weft__spin_unlock(&t->jlock);
     *out = (pthread_t)t; /* before a detached thread can finish and be reused */
     if (detached) {
@@ -312,7 +312,7 @@ WEFT__NOINLINE int weft_pthread_join(pthread_t th, void **result)
     if (atomic_load_explicit(&t->state, memory_order_relaxed) == WEFT__FREE)
         return ESRCH;
     weft__spin_lock(&t->jlock);
-    struct pt *st = t->pthread;
+    struct pt *st = __atomic_load_n((struct pt **)&t->pthread, __ATOMIC_ACQUIRE);
     weft__spin_unlock(&t->jlock);
     int r = weft_join(t, result);
     if (r == 0 && st && !st->lazy)
