@@ -4,6 +4,7 @@
 #   make test     build normal, ASan+UBSan and TSan trees; run every test in
 #                 each at 1 vcore and at all vcores, the stress tier 5 more times
 # Also: make build | make install [PREFIX=/usr/local] | make cross | make clean
+#       make conformance (the Open POSIX Test Suite, glibc against weft)
 # Installs missing Debian packages through scripts/deps.sh first.
 
 PREFIX   ?= /usr/local
@@ -13,7 +14,7 @@ STRESS_REPEAT ?= 5
 SAN_CC   ?= clang-19
 GEN      := -G Ninja
 
-.PHONY: install-check all build test test-normal test-asan test-tsan cross report install clean deps-core deps-test deps-bench fuzz
+.PHONY: conformance install-check all build test test-normal test-asan test-tsan cross report install clean deps-core deps-test deps-bench fuzz
 
 all: build
 
@@ -70,6 +71,13 @@ report: deps-bench build
 install: build
 	cmake --install build --prefix $(PREFIX)
 
+# The Open POSIX Test Suite's pthread_* and sem_* tests on glibc and on
+# libweft-pthread, side by side (tests/conformance/opts.sh; fetches Debian's
+# posixtestsuite source package on first use; about 10 minutes).
+conformance: build
+	@scripts/deps.sh conformance
+	tests/conformance/opts.sh --lib build/src --work build-opts
+
 # libFuzzer on examples/httpd's request parser (clang-19, ASan+UBSan), for
 # FUZZ_TIME seconds (default 60). The corpus grows in build-fuzz/fuzz-corpus,
 # seeded from examples/httpd/fuzz_seeds; crash inputs land in build-fuzz/.
@@ -82,4 +90,4 @@ fuzz: deps-test
 	  build-fuzz/fuzz-corpus examples/httpd/fuzz_seeds
 
 clean:
-	rm -rf build build-test build-asan build-tsan build-aarch64
+	rm -rf build build-test build-asan build-tsan build-aarch64 build-opts

@@ -108,7 +108,7 @@ def run_section(sec: S.Section, bins: builder.Binaries, rounds: int, warmup: int
             for res in run["results"]:
                 if res.get("bench") != (job.bench or sec.name):
                     continue
-                key = (res.get("impl", "?"), res.get("param", "?") + job.param_suffix)
+                key = (job.label or res.get("impl", "?"), res.get("param", "?") + job.param_suffix)
                 if job.param_suffix and key not in job.rows:
                     continue                         # a row this job does not stand for
                 r = row(*key)                        # unexpected rows shown too
@@ -348,8 +348,8 @@ def main() -> int:
                          "(quick: 2 s)")
     ap.add_argument("--only", default="",
                     help="comma-separated sections: baseline,yield,spawn,pingpong,mutex,"
-                         "netpingpong,fairness,wakelat,yieldpass,idlemem,ring,scaling,http,"
-                         "httpidle")
+                         "netpingpong,pthread,tls,sysbench,fairness,wakelat,yieldpass,idlemem,ring,"
+                         "scaling,http,httpidle")
     ap.add_argument("--rounds", type=int, help="kept rounds per program (quick 3, full 5)")
     ap.add_argument("--warmup-rounds", type=int, default=1, help="discarded rounds (default 1)")
     ap.add_argument("--build-dir", default=str(ROOT / "build"))
@@ -365,7 +365,8 @@ def main() -> int:
     http_duration = 10 if full else 2     # per kept run; 3 load shapes x 5 servers
     ncpu = len(os.sched_getaffinity(0))
 
-    micro = S.micro_sections(ncpu) + S.preempt_sections(ncpu, full) + [S.yieldpass_section(full)]
+    micro = S.micro_sections(ncpu) + S.pthread_sections() + S.preempt_sections(ncpu, full) + \
+        [S.yieldpass_section(full)]
     micro.append(S.idlemem_section(full))          # run by run_idlemem()
     scaling = S.scaling_section(ncpu)
     names = [s.name for s in micro] + ["ring", "scaling", "http", "httpidle"]

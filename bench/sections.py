@@ -41,7 +41,7 @@ class Job:
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     cpus: set[int] | None = None      # process affinity set by the driver, if any
-    label: str = ""                   # ring: the impl name the rows get, whatever the program prints
+    label: str = ""                   # the impl name the rows get, whatever the program prints
     timeout_s: float | None = None    # a run's time limit, if not run.py's RUN_TIMEOUT_S
     last_round_only: bool = False     # run in the last kept round only (no warm-up, no repeats)
     param_suffix: str = ""            # appended to the params it prints (the scaling section's
@@ -237,6 +237,76 @@ def micro_sections(ncpu: int) -> list[Section]:
                           "--layout=unpinned", "pipe"]),
             ],
             group=_netpingpong_group),
+    ]
+
+
+def pthread_sections() -> list[Section]:
+    """Issue 19: unmodified pthread programs on weft (bench/README.md, "pthreads on
+    weft"): the thesis's switch table, the thread-pointer switch, sysbench."""
+    pre = "weft_pthread_preload"        # runs a peer with libweft-pthread.so preloaded
+    weft_env = {"BENCH_IMPL": "weft-pthread"}
+
+    def tls_job(name: str, impl: str, env: dict[str, str]) -> Job:
+        return Job(name, "weft", "weft_pingpong", [(impl, "vcores=1")],
+                   env={"WEFT_VCORES": "1", **env}, cpus={0}, label=impl, bench="pingpong")
+
+    return [
+        Section(
+            "pthread", "pthreads on weft: the parlib thesis's switch table",
+            "ns per switch (lower is better)", "lower",
+            "One unmodified pthread program (peers/kernel/pthread_switch.c): two threads take "
+            "turns with sched_yield() (yield: run time ÷ yields that switched, at least 90 % of "
+            "them must) or hand a token through one mutex and one condition variable (condvar: "
+            "run time ÷ hand-offs). The same binary on the C library's threads (nptl) and with "
+            "libweft-pthread.so preloaded (weft-pthread: every pthread a uthread, per-uthread "
+            "TLS, the layer's default).",
+            "Both pinned to CPU 0 (the process, as `taskset -c 0`); weft-pthread with "
+            "WEFT_VCORES=1.",
+            [
+                Job("nptl_switch", "peer", "pthread_switch", [("nptl", "yield"), ("nptl", "condvar")],
+                    cpus={0}),
+                Job("weft_pthread_switch", "weft", pre,
+                    [("weft-pthread", "yield"), ("weft-pthread", "condvar")],
+                    args=["pthread_switch"], env={**weft_env, "WEFT_VCORES": "1"}, cpus={0}),
+            ]),
+        Section(
+            "tls", "Per-uthread TLS: the price of switching the thread pointer",
+            "ns per round trip (lower is better); a round trip is two hand-offs", "lower",
+            "The park/unpark ping-pong of the ping-pong section (weft_pingpong, weft-park-free: "
+            "two uthreads on one vcore, every round trip two direct hand-offs) with shared TLS "
+            "(the default: no thread-pointer switch), and with per-uthread TLS loading the "
+            "thread pointer with wrfsbase or with arch_prctl(ARCH_SET_FS) "
+            "(WEFT_TLS_ARCH_PRCTL=1): the thesis's Table 2.1 (8 ns against 395 ns there).",
+            "WEFT_VCORES=1, the process pinned to CPU 0.",
+            [
+                tls_job("tls_shared", "weft-tls-shared", {"WEFT_TLS": "shared"}),
+                tls_job("tls_wrfsbase", "weft-tls-wrfsbase", {"WEFT_TLS": "uthread"}),
+                tls_job("tls_arch_prctl", "weft-tls-arch_prctl",
+                        {"WEFT_TLS": "uthread", "WEFT_TLS_ARCH_PRCTL": "1"}),
+            ],
+            group=lambda impl, param: "one vcore"),
+        Section(
+            "sysbench", "sysbench, unmodified, on NPTL and under LD_PRELOAD",
+            "threads: events/s; mutex: locks/s (higher is better)", "higher",
+            "Debian's sysbench, a threaded program nobody here wrote (peers/kernel/"
+            "sysbench_run.sh): `sysbench threads` (8 threads, each locking one of 4 mutexes "
+            "and yielding 100 times per event, 2 s: events/s as sysbench counts them) and "
+            "`sysbench mutex` (8 threads, 1 000 000 locks each of a random one of 4096 "
+            "mutexes: locks per second of sysbench's own time). sysbench's exit status and "
+            "event count are checked (mutex: exactly one event per thread: with shared TLS "
+            "sysbench, which keeps its thread id in a __thread variable, counts 1 or 2). On "
+            "NPTL and with libweft-pthread.so preloaded (per-uthread TLS).",
+            "No pinning; weft-pthread: all vcores.",
+            [
+                Job("sysbench_nptl", "peer", "sysbench_run.sh",
+                    [("nptl", "threads")], args=["threads"]),
+                Job("sysbench_weft", "weft", pre, [("weft-pthread", "threads")],
+                    args=["sysbench_run.sh", "threads"], env=weft_env),
+                Job("sysbench_nptl_mutex", "peer", "sysbench_run.sh",
+                    [("nptl", "mutex")], args=["mutex"]),
+                Job("sysbench_weft_mutex", "weft", pre, [("weft-pthread", "mutex")],
+                    args=["sysbench_run.sh", "mutex"], env=weft_env),
+            ]),
     ]
 
 

@@ -4,22 +4,25 @@
 #   core  : compilers and build tools for the library
 #   test  : + clang-19 sanitizer runtimes, LLVM 19 headers and FileCheck (the yield
 #           plugin and its tests), aarch64 cross compiler, qemu-user
-#   bench : + Boost.Fiber/Context, Python matplotlib, Go, Rust (cargo), nginx, wrk
+#   bench : + Boost.Fiber/Context, Python matplotlib, Go, Rust (cargo), nginx, wrk, sysbench
+#   conformance : dpkg-dev (apt-get source unpacks the Open POSIX Test Suite with it)
 # Safe to run repeatedly: it only calls apt-get when a package is absent.
 set -euo pipefail
 
 want=${1:-all}
 core=(build-essential cmake ninja-build pkg-config liburing-dev)
 test=(clang-19 libclang-rt-19-dev llvm-19 llvm-19-dev llvm-19-tools gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
-bench=(clang-19 llvm-19-dev libboost-fiber-dev libboost-context-dev python3-matplotlib golang-go cargo nginx wrk time)
+bench=(clang-19 llvm-19-dev libboost-fiber-dev libboost-context-dev python3-matplotlib golang-go cargo nginx wrk time sysbench)
+conformance=(dpkg-dev)
 
 pkgs=("${core[@]}")
 case "$want" in
   core) ;;
   test) pkgs+=("${test[@]}") ;;
   bench) pkgs+=("${bench[@]}") ;;
+  conformance) pkgs+=("${conformance[@]}") ;;
   all) pkgs+=("${test[@]}" "${bench[@]}") ;;
-  *) echo "deps.sh: unknown set '$want' (core|test|bench|all)" >&2; exit 2 ;;
+  *) echo "deps.sh: unknown set '$want' (core|test|bench|conformance|all)" >&2; exit 2 ;;
 esac
 
 missing=()

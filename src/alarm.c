@@ -183,7 +183,7 @@ static bool stop_when_stopped(struct weft_alarm *a)
     bool was_armed = false;
     for (int s; (s = atomic_load_explicit(STATE(a), memory_order_acquire)) != A_IDLE;) {
         was_armed |= BASE(s) != A_FIRING;
-        sched_yield();
+        weft__sys.sched_yield();
     }
     return was_armed; /* dropped: its callback never ran */
 }
@@ -238,7 +238,7 @@ static bool stop(struct weft_alarm *a, bool may_sleep)
             if (spins++ < STOP_SPIN)
                 weft__cpu_relax();
             else if (outside)
-                sched_yield(); /* the starter may be a kernel thread the kernel preempted */
+                weft__sys.sched_yield(); /* the starter may be a kernel thread the kernel preempted */
             else
                 weft_yield();
             continue;

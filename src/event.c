@@ -104,7 +104,7 @@ int weft_vcore_notify(int vcore, unsigned type, uintptr_t payload)
                 if (me)
                     weft_yield(); /* our own vcore may be the one to drain it */
                 else
-                    sched_yield();
+                    weft__sys.sched_yield();
                 me = weft__vc_at_entry(); /* a uthread may have moved */
             }
             r = put ? 0 : EAGAIN; /* EAGAIN: vcore context, or a shutdown waits for us */

@@ -20,6 +20,7 @@
 #include <weft/time.h>
 
 #include "arch/ctx.h"
+#include "sys.h"
 #include "san.h"
 #include "spin.h"
 #include "stackcopy.h"
@@ -70,7 +71,8 @@ struct weft__waiter {
     struct weft_uthread *ut;          /* the uthread, or NULL for a kernel thread */
     uint32_t word;                    /* atomic futex word of a kernel thread: 1 = woken */
     int status;                       /* WEFT__WAITING, then 0 or an errno; guarded by the lock */
-    uintptr_t data;                   /* the primitive's own (futex address, rwlock side) */
+    uintptr_t data;                   /* the primitive's own (futex address, rwlock side;
+                                         a descriptor poll waiter: its group, io/fd.c) */
 };
 
 /* What a timed wait hands its yield callback and its timer, for the length
@@ -126,6 +128,11 @@ struct weft_uthread {
     unsigned jflags;                 /* WEFT__J_*; guarded by jlock */
     struct weft__waiter *joiner;     /* guarded by jlock */
     uint64_t io_deadline;            /* weft_io_set_deadline(); 0 = none; owner only */
+    void *specific;                  /* weft_key_* values (key.c); owner only, freed at exit */
+    void *pthread;                   /* the pthread layer's state (src/pthread/): written
+                                        under jlock, read atomically (its owner without it) */
+    void *tls;                       /* WEFT_TLS=uthread: its thread pointer (tls.c); fixed
+                                        at spawn */
     /* stack: fixed while the uthread exists; see stack.c */
     char *map;                       /* start of the mapping (guard page, if any) */
     size_t map_size;                 /* whole mapping */
@@ -233,6 +240,8 @@ struct weft__vcore {
     void *ptimer;                    /* timer_t of the periodic tick; fixed after start */
     void *rtimer;                    /* timer_t of the retry of a deferred notification */
     _Atomic bool has_timers;         /* both timers were created */
+    void *thread_tp;                 /* the kernel thread's own thread pointer (tls.c);
+                                        fixed after start */
     unsigned char *yield_flagp;      /* this vcore thread's weft__yield_flag; fixed
                                         after start (yield.c, the yield pass) */
     _Atomic uint64_t yield_for;      /* the nrun the flag was set for; the ticker */
@@ -434,6 +443,10 @@ void weft__stack_forked(void);
 void weft__futex_forked(void);
 void weft__io_forked(void);
 
+/* weft__keys_exit(ut) runs ut's key destructors and frees its values
+ * (key.c): called by ut itself as it finishes, before it leaves its stack. */
+void weft__keys_exit(struct weft_uthread *ut);
+
 /* weft__sched_resolve() sets rt->take_local and rt->thread_runnable from
  * rt->ops (uthread.c). */
 void weft__sched_resolve(struct weft__runtime *rt);
@@ -505,10 +518,51 @@ void weft__vcore_wake_for_timer(uint64_t deadline);
  * message if gone), or, stack-copy, its stack is copied out (stackcopy.c). */
 void weft__stack_leave(struct weft__vcore *vc, struct weft_uthread *t);
 
+/* ---- per-uthread TLS (tls.c) ----------------------------------------------------
+ * WEFT_TLS=uthread: each uthread has its own static TLS area and thread
+ * pointer. weft__tls_enter(vc, t) installs t's on vc (weft's own words and
+ * the vcore's tid carried into it first); weft__tls_leave(vc) installs the
+ * kernel thread's own. The switch paths call them through WEFT__TLS_ENTER /
+ * WEFT__TLS_LEAVE: one predictable branch each in the default, shared mode. */
+extern bool weft__tls_uthread;       /* fixed while the runtime runs */
+/* weft__tls_default_uthread: the mode when neither weft_config.tls nor
+ * WEFT_TLS says (the pthread layer sets it: threads expect their own TLS). */
+extern bool weft__tls_default_uthread;
+int weft__tls_init(void);            /* 0, or ENOTSUP (said on stderr) / ENOMEM */
+void weft__tls_fini(void);
+void weft__tls_vcore_start(struct weft__vcore *vc);
+void weft__tls_enter(struct weft__vcore *vc, struct weft_uthread *t);
+void weft__tls_leave(struct weft__vcore *vc);
+/* weft__tls_make(t, top) lays t's TLS area out below top (the top of its
+ * stack) and returns the new top; weft__tls_exit(t) runs its C++
+ * thread_local destructors and frees what glibc allocated for it (t itself,
+ * just before it finishes). */
+char *weft__tls_make(struct weft_uthread *t, char *top);
+/* weft__tls_make_heap(t) gives a stack-copy uthread (no stack of its own)
+ * its area from the heap: false without memory; weft__tls_free(t) frees it
+ * when t's memory goes back to its pool. */
+bool weft__tls_make_heap(struct weft_uthread *t);
+void weft__tls_free(struct weft_uthread *t);
+void weft__tls_exit(struct weft_uthread *t);
+/* weft__tls_flag_mode_refused(): the yield pass's flag mode cannot work
+ * (uthread TLS); says so once. */
+bool weft__tls_flag_mode_refused(void);
+#define WEFT__TLS_ENTER(vc, t)                                   \
+    do {                                                         \
+        if (WEFT__UNLIKELY(weft__tls_uthread))                   \
+            weft__tls_enter(vc, t);                              \
+    } while (0)
+#define WEFT__TLS_LEAVE(vc)                                      \
+    do {                                                         \
+        if (WEFT__UNLIKELY(weft__tls_uthread))                   \
+            weft__tls_leave(vc);                                 \
+    } while (0)
+
 /* weft__vcore_arrive() is the first step on the vcore stack after a uthread
  * switched out: completes the switch and returns the uthread, now saved. */
 static inline struct weft_uthread *weft__vcore_arrive(struct weft__vcore *vc)
 {
+    WEFT__TLS_LEAVE(vc); /* first: vcore context runs on its kernel thread's TLS */
     weft__san_arrive(NULL, NULL, NULL);
     struct weft_uthread *ut = vc->current;
     vc->current = NULL;

@@ -361,7 +361,7 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, notif_sig);
-    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    weft__sys.pthread_sigmask(SIG_UNBLOCK, &set, NULL);
     errno = saved; /* weft__notif_deliver saves it into ut and restores it on resume */
     weft__crit_leave();
     weft__notif_deliver(vc, ut);
@@ -542,10 +542,10 @@ int weft__notif_started(void)
 {
     sigset_t all, old;
     sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* the ticker takes no signals */
+    weft__sys.pthread_sigmask(SIG_SETMASK, &all, &old); /* the ticker takes no signals */
     atomic_store(&ticker_stop, false);
-    int r = pthread_create(&ticker, NULL, ticker_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int r = weft__sys.pthread_create(&ticker, NULL, ticker_main, NULL);
+    weft__sys.pthread_sigmask(SIG_SETMASK, &old, NULL);
     ticker_started = r == 0;
     return r;
 }
@@ -567,7 +567,7 @@ void weft__notif_stopping(void)
         return;
     atomic_store(&ticker_stop, true);
     ticker_poke();
-    pthread_join(ticker, NULL);
+    weft__sys.pthread_join(ticker, NULL);
     ticker_started = false;
 }
 
@@ -674,7 +674,7 @@ void weft__notif_vcore_start(struct weft__vcore *vc)
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, notif_sig);
-    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    weft__sys.pthread_sigmask(SIG_UNBLOCK, &set, NULL);
     timer_t t[2];
     for (int i = 0; i < 2; i++) {
         struct sigevent sev = { 0 };

@@ -186,12 +186,12 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
         return;
     }
     sigset_t saved;
-    pthread_sigmask(SIG_BLOCK, &old_segv.sa_mask, &saved);
+    weft__sys.pthread_sigmask(SIG_BLOCK, &old_segv.sa_mask, &saved);
     if (old_segv.sa_flags & SA_SIGINFO)
         old_segv.sa_sigaction(sig, si, uc);
     else
         old_segv.sa_handler(sig);
-    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    weft__sys.pthread_sigmask(SIG_SETMASK, &saved, NULL);
 }
 
 void weft__stack_leave(struct weft__vcore *vc, struct weft_uthread *t)

@@ -262,12 +262,14 @@ struct weft_uthread *weft__sc_uthread_alloc(void)
         t->asked_size = 0;
         t->cache_next = NULL;
         t->sig_next = NULL;
+        t->tls = NULL;
     }
     return t;
 }
 
 void weft__sc_uthread_free(struct weft_uthread *t)
 {
+    weft__tls_free(t); /* a per-uthread TLS area (WEFT_TLS=uthread) is the heap's */
     block_free(weft__vc(), t, UT_SIZE); /* finished: it holds no copy */
 }
 

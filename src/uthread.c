@@ -143,6 +143,7 @@ static _Noreturn void run_on(struct weft__vcore *vc, struct weft_uthread *t)
         weft__sc_release(vc); /* stack-copy protocol, step 4 (stackcopy.c) */
     }
     start_on(vc, t);
+    WEFT__TLS_ENTER(vc, t);
     weft__stat_add(&vc->st.vcruns, 1);
     weft__san_switch(NULL, &t->san, t->stack_lo, t->stack_size);
     weft__san_vcore_left(&vc->san);
@@ -251,6 +252,7 @@ static inline struct weft_uthread *local_next(struct weft__vcore *vc)
 static void handoff_entry(void *arg)
 {
     struct weft__vcore *vc = arg;
+    WEFT__TLS_ENTER(vc, vc->handoff_to); /* before the callback publishes ut */
     struct weft_uthread *ut = vc->current;
     vc->current = NULL;
     if (WEFT__UNLIKELY(!ut->guarded))
@@ -417,6 +419,10 @@ static _Noreturn void inline_finish(struct weft_uthread *t, void *result);
 
 static _Noreturn void uthread_finish(struct weft_uthread *ut, void *result)
 {
+    if (ut->specific) /* thread keys' destructors: they may block */
+        weft__keys_exit(ut);
+    if (WEFT__UNLIKELY(ut->tls != NULL))
+        weft__tls_exit(ut);
     if (WEFT__UNLIKELY(ut->copy_flags & WEFT__SC_INLINE))
         inline_finish(ut, result); /* run by its joiner: back to the joiner */
     ut->result = result;
@@ -532,18 +538,28 @@ static int spawn_on(weft_t *out, const weft_attr_t *ap, void *(*fn)(void *), voi
     t->notif_pinned = false;
     t->io_deadline = 0; /* a cached shell keeps its last owner's */
     t->host = NULL;
+    t->specific = NULL;
+    t->pthread = NULL;
     t->name[0] = 0;
     if (a.name) {
         strncpy(t->name, a.name, sizeof t->name - 1);
         t->name[sizeof t->name - 1] = 0;
     }
     t->copy_flags = 0;
+    t->tls = NULL;
     if (copy) { /* its context is made on a run stack when it first runs */
         t->ctx.sp = NULL;
+        if (WEFT__UNLIKELY(weft__tls_uthread) && !weft__tls_make_heap(t)) {
+            weft__uthread_free(t); /* no stack of its own: its TLS area from the heap */
+            return EAGAIN;
+        }
         weft__san_stack_new(&t->san, NULL, 0);
     } else {
-        weft__san_stack_new(&t->san, t->stack_lo, t->stack_size);
-        weft__ctx_make(&t->ctx, t->stack_lo + t->stack_size, uthread_start, t);
+        char *top = t->stack_lo + t->stack_size;
+        if (WEFT__UNLIKELY(weft__tls_uthread))
+            top = weft__tls_make(t, top); /* its TLS area at the top of the stack */
+        weft__san_stack_new(&t->san, t->stack_lo, (size_t)(top - t->stack_lo));
+        weft__ctx_make(&t->ctx, top, uthread_start, t);
     }
     atomic_store_explicit(&t->state, WEFT__BLOCKED, memory_order_relaxed);
     atomic_fetch_add(WEFT__AT(&weft__rt.live), 1);
@@ -589,6 +605,7 @@ static void inline_entry(void *arg)
     else
         t->copy = false; /* an ordinary uthread on the joiner's stack, till it finishes */
     start_on(vc, t);
+    WEFT__TLS_ENTER(vc, t);
     weft__san_arrive(NULL, NULL, NULL);
     switch_end();
     void *r = t->fn(t->arg);
@@ -614,6 +631,7 @@ static _Noreturn void inline_finish(struct weft_uthread *t, void *result)
     atomic_store_explicit(&me->state, WEFT__RUNNABLE, memory_order_relaxed);
     vc->decisions++;
     start_on(vc, me);
+    WEFT__TLS_ENTER(vc, me);
     weft__ctx_restore(&me->ctx); /* back into join_inline() */
 }
 
@@ -827,6 +845,7 @@ void weft__notif_deliver(struct weft__vcore *vc, struct weft_uthread *ut)
 static void park_handoff_entry(void *arg)
 {
     struct weft__vcore *vc = arg;
+    WEFT__TLS_ENTER(vc, vc->handoff_to); /* before the park word publishes ut */
     struct weft_uthread *ut = vc->current;
     vc->current = NULL;
     if (WEFT__UNLIKELY(!ut->guarded)) {

@@ -174,7 +174,7 @@ void weft__spin_lock_slow(uint32_t *l)
         if (i < 1000)
             weft__cpu_relax();
         else
-            sched_yield(); /* the holder's kernel thread may be descheduled */
+            weft__sys.sched_yield(); /* the holder's kernel thread may be descheduled */
     }
 }
 
@@ -380,7 +380,7 @@ int weft_sched_register(const struct weft_sched_ops *ops)
     if (!ops || !ops->name || !ops->name[0] || !ops->sched_entry || !ops->thread_runnable ||
         !ops->thread_paused)
         return EINVAL;
-    pthread_mutex_lock(&init_lock);
+    weft__sys.pthread_mutex_lock(&init_lock);
     int r = 0;
     for (int i = 0; i < nscheds; i++)
         if (strcmp(scheds[i]->name, ops->name) == 0)
@@ -389,7 +389,7 @@ int weft_sched_register(const struct weft_sched_ops *ops)
         r = ENOSPC;
     if (!r)
         scheds[nscheds++] = ops;
-    pthread_mutex_unlock(&init_lock);
+    weft__sys.pthread_mutex_unlock(&init_lock);
     return r;
 }
 
@@ -425,6 +425,8 @@ struct settings {
     unsigned preempt_us;
     const struct weft_sched_ops *ops;
     bool stack_copy;
+    bool tls_uthread;
+    bool tls_asked;                  /* by cfg or WEFT_TLS, not by weft__tls_default_uthread */
 };
 
 /* settings_from() merges cfg, the environment and defaults; 0 or errno. */
@@ -491,6 +493,21 @@ static int settings_from(const struct weft_config *cfg, int maxv, struct setting
         fprintf(stderr, "weft: unknown scheduler \"%s\"\n", name);
         return EINVAL;
     }
+    if (c.tls != 0 && c.tls != WEFT_TLS_SHARED && c.tls != WEFT_TLS_UTHREAD)
+        return EINVAL;
+    s->tls_uthread = c.tls == WEFT_TLS_UTHREAD;
+    s->tls_asked = c.tls != 0;
+    if (!c.tls) {
+        const char *t = getenv("WEFT_TLS");
+        if (t && (strcmp(t, "uthread") == 0 || strcmp(t, "shared") == 0)) {
+            s->tls_uthread = strcmp(t, "uthread") == 0;
+            s->tls_asked = true;
+        } else if (t && *t) {
+            fprintf(stderr, "weft: ignoring WEFT_TLS=%s (shared, uthread)\n", t);
+        }
+        if (!s->tls_asked)
+            s->tls_uthread = weft__tls_default_uthread;
+    }
     return 0;
 }
 
@@ -507,6 +524,7 @@ static void *vcore_thread(void *arg)
     pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
     weft__tls_vc = vc;
     vc->errno_addr = &errno;
+    weft__tls_vcore_start(vc);
     weft__san_thread(&vc->san);
     stack_t ss = { .ss_sp = vc->altstack, .ss_size = WEFT__ALTSTACK_SIZE, .ss_flags = 0 };
     sigaltstack(&ss, NULL);
@@ -1030,10 +1048,10 @@ int weft_init(const struct weft_config *cfg)
     struct weft__runtime *rt = &weft__rt;
     int cpus[CPU_SETSIZE];
     int maxv = affinity_cpus(cpus, CPU_SETSIZE);
-    struct settings s;
+    struct settings s = { 0 };
     int r, started = 0, setup = 0;
 
-    pthread_mutex_lock(&init_lock);
+    weft__sys.pthread_mutex_lock(&init_lock);
     if (atomic_load(&rt->state) != WEFT__OFF) {
         r = EBUSY;
         goto out;
@@ -1041,6 +1059,13 @@ int weft_init(const struct weft_config *cfg)
     r = settings_from(cfg, maxv, &s);
     if (r)
         goto out;
+    if (s.tls_uthread && (r = weft__tls_init()) != 0) {
+        if (s.tls_asked)
+            goto out;
+        fprintf(stderr, "weft: using shared TLS\n"); /* only the pthread layer's default */
+        s.tls_uthread = false;
+        r = 0;
+    }
     r = weft__notif_init(s.preempt_us);
     if (r)
         goto out;
@@ -1084,7 +1109,7 @@ int weft_init(const struct weft_config *cfg)
     /* Running before the threads start: they check the state in vcore_idle. */
     atomic_store_explicit(&rt->state, WEFT__RUNNING_RT, memory_order_release);
     for (; started < s.vcores; started++) {
-        r = pthread_create(&rt->vcores[started].thread, NULL, vcore_thread, &rt->vcores[started]);
+        r = weft__sys.pthread_create(&rt->vcores[started].thread, NULL, vcore_thread, &rt->vcores[started]);
         if (r)
             goto fail_threads;
     }
@@ -1097,7 +1122,7 @@ fail_threads:
     atomic_store(&rt->state, WEFT__STOPPING);
     for (int i = 0; i < started; i++) {
         vcore_signal(&rt->vcores[i]);
-        pthread_join(rt->vcores[i].thread, NULL);
+        weft__sys.pthread_join(rt->vcores[i].thread, NULL);
     }
     if (rt->ops->fini)
         rt->ops->fini();
@@ -1107,7 +1132,9 @@ fail_vcores:
 fail_stack:
     weft__stack_fini();
 out:
-    pthread_mutex_unlock(&init_lock);
+    if (r && s.tls_uthread)
+        weft__tls_fini();
+    weft__sys.pthread_mutex_unlock(&init_lock);
     return r;
 }
 
@@ -1132,7 +1159,7 @@ static void atfork_child(void)
     struct weft__vcore *vc = weft__tls_vc;
     weft__uthread_forked(vc ? vc->current : NULL);
     weft__tls_vc = NULL;
-    pthread_mutex_init(&init_lock, NULL);
+    weft__sys.pthread_mutex_init(&init_lock, NULL);
     if (atomic_load_explicit(&rt->state, memory_order_relaxed) != WEFT__OFF) {
         forked_vcores = rt->vcores; /* left mapped: the caller may be on a vcore's stack */
         rt->vcores = NULL;
@@ -1193,16 +1220,16 @@ void weft_shutdown(void)
         fprintf(stderr, "weft: weft_shutdown() called from a vcore or uthread; ignored\n");
         return;
     }
-    pthread_mutex_lock(&init_lock);
+    weft__sys.pthread_mutex_lock(&init_lock);
     if (atomic_load(&rt->state) != WEFT__RUNNING_RT) {
-        pthread_mutex_unlock(&init_lock);
+        weft__sys.pthread_mutex_unlock(&init_lock);
         return;
     }
     /* No more spawns from outside; those admitted add to live before we
      * count it. (seq_cst: see weft__outside_enter.) */
     atomic_store(&rt->closing, true);
     while (atomic_load(&rt->outside_calls))
-        sched_yield(); /* admitted calls are short: no blocking inside */
+        weft__sys.sched_yield(); /* admitted calls are short: no blocking inside */
     weft__shutdown_waiting(true); /* partner: live_dec() in uthread.c */
     for (;;) { /* wait for every uthread to finish */
         uint32_t live = atomic_load(WEFT__AT(&rt->live));
@@ -1212,23 +1239,24 @@ void weft_shutdown(void)
     }
     weft__shutdown_waiting(false);
     while (atomic_load_explicit(&rt->outside_wakers, memory_order_acquire))
-        sched_yield(); /* a kernel thread is finishing a wake-up: a few instructions */
+        weft__sys.sched_yield(); /* a kernel thread is finishing a wake-up: a few instructions */
     atomic_store(&rt->state, WEFT__STOPPING); /* seq_cst: see weft__outside_enter */
     while (atomic_load(&rt->outside_calls))
-        sched_yield(); /* an alarm start, a notify, ... admitted before: let it finish */
+        weft__sys.sched_yield(); /* an alarm start, a notify, ... admitted before: let it finish */
     weft__notif_stopping(); /* no more ticks aimed at the vcores */
     for (int i = 0; i < rt->nvcores; i++)
         vcore_signal(&rt->vcores[i]);
     for (int i = 0; i < rt->nvcores; i++)
-        pthread_join(rt->vcores[i].thread, NULL);
+        weft__sys.pthread_join(rt->vcores[i].thread, NULL);
     for (int i = 0; i < rt->nvcores; i++)
         weft__sigq_drain(&rt->vcores[i], false); /* the wake-ups still queued */
     if (rt->ops->fini)
         rt->ops->fini();
     vcores_free(rt->nvcores);
     weft__stack_fini();
+    weft__tls_fini();
     rt->nvcores = 0;
     atomic_store(&rt->closing, false);
     atomic_store(&rt->state, WEFT__OFF);
-    pthread_mutex_unlock(&init_lock);
+    weft__sys.pthread_mutex_unlock(&init_lock);
 }

@@ -31,7 +31,10 @@ void weft__yield_register(int mode)
 
 bool weft__yield_flags_wanted(void)
 {
-    return atomic_load_explicit(&modes, memory_order_relaxed) & WEFT_YIELD_FLAG;
+    /* With uthread TLS a uthread reads its own flag, not the vcore's that
+     * the ticker sets: no flags then (signals still preempt). */
+    return (atomic_load_explicit(&modes, memory_order_relaxed) & WEFT_YIELD_FLAG) &&
+           !weft__tls_flag_mode_refused();
 }
 
 /* preempt_self(): the running uthread yields as a preemption meant for run

@@ -12,7 +12,9 @@
  * Proves, with the shim: while uthread A sits in a blocking plain call
  * (usleep, nanosleep, sleep, read on an empty pipe, readv and recv on an
  * empty socket, accept with no client, poll on one fd with a timeout, a
- * 1 MiB write into a full pipe), uthread B on the same vcore keeps ticking
+ * 1 MiB write into a full pipe, poll, ppoll, select and pselect on two
+ * descriptors, epoll_wait and epoll_pwait on an epoll instance with two),
+ * uthread B on the same vcore keeps ticking
  * with plain usleep(10 ms): at least 10 ticks per 200 ms; the calls still
  * return what POSIX says (the bytes a pthread sent, 0 from a poll timeout,
  * a full write count); a plain read() parked in one uthread is satisfied by
@@ -31,6 +33,8 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -202,6 +206,103 @@ static void block_poll_timeout(void)
           strerror(ERR));
 }
 
+/* Several descriptors: the pipe gets a byte from the helper after
+ * BLOCK_NS; the socket pair stays quiet. */
+static void setup_pipe_and_sock(void) { setup_pipe(); setup_sockpair(); }
+static void teardown_pipe_and_sock(void) { teardown_pipe(); teardown_sockpair(); }
+
+static void block_poll_two(void)
+{
+    struct pollfd p[2] = { { .fd = sfd[0], .events = POLLIN }, { .fd = pfd[0], .events = POLLIN } };
+    int r = poll(p, 2, 5000);
+    CHECK(r == 1 && p[1].revents == POLLIN && p[0].revents == 0,
+          "poll on two fds returned %d (%s), revents %#x %#x", r, strerror(ERR), p[0].revents,
+          p[1].revents);
+    block_read_pipe();
+}
+
+static void block_ppoll_two(void)
+{
+    struct pollfd p[2] = { { .fd = sfd[0], .events = POLLIN }, { .fd = pfd[0], .events = POLLIN } };
+    struct timespec ts = { 5, 0 };
+    int r = ppoll(p, 2, &ts, NULL);
+    CHECK(r == 1 && p[1].revents == POLLIN, "ppoll returned %d (%s)", r, strerror(ERR));
+    block_read_pipe();
+}
+
+static void block_select(void)
+{
+    fd_set rd;
+    FD_ZERO(&rd);
+    FD_SET(pfd[0], &rd);
+    FD_SET(sfd[0], &rd);
+    struct timeval tv = { 5, 0 };
+    int r = select((pfd[0] > sfd[0] ? pfd[0] : sfd[0]) + 1, &rd, NULL, NULL, &tv);
+    CHECK(r == 1 && FD_ISSET(pfd[0], &rd) && !FD_ISSET(sfd[0], &rd), "select returned %d (%s)", r,
+          strerror(ERR));
+    CHECK(tv.tv_sec < 5 && tv.tv_sec >= 3, "select left %ld s of 5", (long)tv.tv_sec);
+    block_read_pipe();
+}
+
+static void block_select_timeout(void)
+{
+    fd_set rd;
+    FD_ZERO(&rd);
+    FD_SET(sfd[0], &rd);
+    FD_SET(pfd[0], &rd);
+    struct timeval tv = { 0, 200000 };
+    int r = select((pfd[0] > sfd[0] ? pfd[0] : sfd[0]) + 1, &rd, NULL, NULL, &tv);
+    CHECK(r == 0 && !FD_ISSET(sfd[0], &rd) && !FD_ISSET(pfd[0], &rd) && tv.tv_sec == 0 &&
+          tv.tv_usec == 0, "select with a 200 ms timeout returned %d (%s)", r, strerror(ERR));
+}
+
+static void block_pselect(void)
+{
+    fd_set rd;
+    FD_ZERO(&rd);
+    FD_SET(pfd[0], &rd);
+    FD_SET(sfd[0], &rd);
+    struct timespec ts = { 5, 0 };
+    sigset_t more; /* blocks one more signal, unblocks nothing: parks */
+    sigemptyset(&more);
+    sigaddset(&more, SIGPROF);
+    int r = pselect((pfd[0] > sfd[0] ? pfd[0] : sfd[0]) + 1, &rd, NULL, NULL, &ts, &more);
+    CHECK(r == 1 && FD_ISSET(pfd[0], &rd), "pselect returned %d (%s)", r, strerror(ERR));
+    block_read_pipe();
+}
+
+static int epfd;
+static void setup_epoll(void)
+{
+    setup_pipe_and_sock();
+    epfd = epoll_create1(EPOLL_CLOEXEC);
+    CHECK(epfd >= 0, "epoll_create1");
+    struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 1 };
+    CHECK(epoll_ctl(epfd, EPOLL_CTL_ADD, pfd[0], &ev) == 0, "epoll_ctl");
+    ev.data.u32 = 2;
+    CHECK(epoll_ctl(epfd, EPOLL_CTL_ADD, sfd[0], &ev) == 0, "epoll_ctl");
+}
+static void teardown_epoll(void) { close(epfd); teardown_pipe_and_sock(); }
+
+static void block_epoll_wait(void)
+{
+    struct epoll_event out[4];
+    int r = epoll_wait(epfd, out, 4, 5000);
+    CHECK(r == 1 && out[0].data.u32 == 1, "epoll_wait returned %d (%s)", r, strerror(ERR));
+    block_read_pipe();
+}
+
+static void block_epoll_pwait(void)
+{
+    sigset_t prof; /* libuv's UV_LOOP_BLOCK_SIGPROF mask */
+    sigemptyset(&prof);
+    sigaddset(&prof, SIGPROF);
+    struct epoll_event out[4];
+    int r = epoll_pwait(epfd, out, 4, 5000, &prof);
+    CHECK(r == 1 && out[0].data.u32 == 1, "epoll_pwait returned %d (%s)", r, strerror(ERR));
+    block_read_pipe();
+}
+
 static void setup_listener(void)
 {
     lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -291,6 +392,14 @@ static const struct probe probes[] = {
     { "recv(empty socket)", setup_sockpair, block_recv, helper_send_sock, teardown_sockpair },
     { "readv(empty socket)", setup_sockpair, block_readv, helper_send_sock, teardown_sockpair },
     { "poll(1 fd, 200 ms)", setup_pipe, block_poll_timeout, NULL, teardown_pipe },
+    { "poll(2 fds)", setup_pipe_and_sock, block_poll_two, helper_write_pipe, teardown_pipe_and_sock },
+    { "ppoll(2 fds)", setup_pipe_and_sock, block_ppoll_two, helper_write_pipe, teardown_pipe_and_sock },
+    { "select(2 fds)", setup_pipe_and_sock, block_select, helper_write_pipe, teardown_pipe_and_sock },
+    { "select(200 ms)", setup_pipe_and_sock, block_select_timeout, NULL, teardown_pipe_and_sock },
+    { "pselect(2 fds, +SIGPROF)", setup_pipe_and_sock, block_pselect, helper_write_pipe,
+      teardown_pipe_and_sock },
+    { "epoll_wait(2 fds)", setup_epoll, block_epoll_wait, helper_write_pipe, teardown_epoll },
+    { "epoll_pwait(+SIGPROF)", setup_epoll, block_epoll_pwait, helper_write_pipe, teardown_epoll },
     { "accept(no client yet)", setup_listener, block_accept, helper_connect, teardown_listener },
     { "write(1 MiB, full pipe)", setup_pipe, block_big_write, helper_drain_pipe, teardown_pipe },
 };

@@ -9,7 +9,8 @@ from typing import Callable
 
 from render.common import Ctx, bar_plot, row_table
 
-SECTIONS = ("baseline", "yield", "spawn", "pingpong", "mutex", "netpingpong")
+SECTIONS = ("baseline", "yield", "spawn", "pingpong", "mutex", "netpingpong", "pthread", "tls",
+            "sysbench")
 
 
 def render(ctx: Ctx, name: str, rows: list[dict], image: str | None = None,

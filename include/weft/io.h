@@ -48,7 +48,9 @@
 #ifndef WEFT_IO_H
 #define WEFT_IO_H
 
+#include <poll.h>
 #include <stdint.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -106,6 +108,23 @@ int weft_connect(int fd, const struct sockaddr *addr, socklen_t addrlen);
  * reported), 0 on timeout, -1 with errno on error. The I/O deadline applies
  * too: past it, -1 with ETIMEDOUT. */
 int weft_poll_fd(int fd, short events, int64_t timeout_ns);
+
+/* weft_poll() is poll(2) with a timeout in ns (relative; negative = none,
+ * 0 = just check): in a uthread it parks until one of the descriptors is
+ * ready, the timeout passes or the I/O deadline passes (then -1 with
+ * ETIMEDOUT). Returns the number of entries with revents set, 0 on timeout,
+ * -1 with errno (EFAULT, EINVAL, ENOMEM). Descriptors weft cannot watch
+ * (0-2, devices its poller refuses) make the wait run on an offload helper;
+ * the uthread still parks. Outside a uthread it is ppoll(2). Descriptors
+ * are registered with weft's poller (and made non-blocking) on first use. */
+int weft_poll(struct pollfd *fds, nfds_t n, int64_t timeout_ns);
+
+/* weft_epoll_wait() is epoll_wait(2) on the application's own epoll
+ * instance epfd, with a timeout in ns as weft_poll(): in a uthread it parks
+ * until epfd has events (weft watches epfd itself for readability). Returns
+ * the events stored, 0 on timeout, -1 with errno (EBADF, EINVAL, EFAULT,
+ * ETIMEDOUT past the I/O deadline, ENOMEM). */
+int weft_epoll_wait(int epfd, struct epoll_event *events, int maxevents, int64_t timeout_ns);
 
 /* weft_close() wakes every uthread waiting on fd (their calls fail with
  * EBADF), drops weft's state for fd, and close(2)s it. Returns as close(2). */

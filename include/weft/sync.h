@@ -43,16 +43,20 @@ struct weft__waitq {
 #define WEFT_MUTEX_PLAIN     0   /* relocking by the owner is EDEADLK */
 #define WEFT_MUTEX_RECURSIVE 1   /* the owner may relock; unlock as often */
 
+/* The layout matches glibc's pthread_mutex_t where it matters: kind sits
+ * where glibc keeps its mutex kind (offset 16, 0 plain, 1 recursive), so
+ * <weft/pthread.h> lays a weft mutex over a pthread_mutex_t and glibc's
+ * static initialisers make valid weft mutexes. */
 typedef struct weft_mutex {
     uint32_t state;              /* atomic: 0 free, 1 held, 2 held + maybe waiters */
-    uint32_t kind;               /* WEFT_MUTEX_*; fixed at init */
-    void *owner;                 /* atomic: owner token; written by the owner */
     uint32_t depth;              /* recursion depth; owner only */
+    void *owner;                 /* atomic: owner token; written by the owner */
+    uint32_t kind;               /* WEFT_MUTEX_* (any other value acts plain); fixed at init */
     uint32_t contenders;         /* atomic: threads in the slow path of lock */
 } weft_mutex_t;
 
-#define WEFT_MUTEX_INIT           { 0, WEFT_MUTEX_PLAIN, 0, 0, 0 }
-#define WEFT_MUTEX_RECURSIVE_INIT { 0, WEFT_MUTEX_RECURSIVE, 0, 0, 0 }
+#define WEFT_MUTEX_INIT           { 0, 0, 0, WEFT_MUTEX_PLAIN, 0 }
+#define WEFT_MUTEX_RECURSIVE_INIT { 0, 0, 0, WEFT_MUTEX_RECURSIVE, 0 }
 
 /* weft_mutex_init() sets up m of the given kind. Returns 0 or EINVAL. */
 int weft_mutex_init(weft_mutex_t *m, int kind);

@@ -37,7 +37,7 @@ extern "C" {
 
 /* Runtime configuration; a zero field means "default or environment".
  * Environment overrides for zero fields: WEFT_VCORES, WEFT_STACK_SIZE,
- * WEFT_PREEMPT_US, WEFT_SCHED, WEFT_STACK_COPY. */
+ * WEFT_PREEMPT_US, WEFT_SCHED, WEFT_STACK_COPY, WEFT_TLS. */
 struct weft_config {
     int vcores;          /* vcores to run, 1..weft_max_vcores(); 0 = all */
     size_t stack_size;   /* default uthread stack in bytes; 0 = 256 KiB */
@@ -49,7 +49,25 @@ struct weft_config {
     int stack_copy;      /* 1: every spawn is WEFT_STACK_COPY unless it asks for
                             WEFT_STACK_OWN or a stack larger than a run stack;
                             0 = the environment (WEFT_STACK_COPY=1), else off */
+    int tls;             /* WEFT_TLS_SHARED or WEFT_TLS_UTHREAD; 0 = the
+                            environment (WEFT_TLS=shared|uthread), else shared */
 };
+
+/* TLS modes. Shared (the default): a uthread uses the thread-local storage
+ * of the vcore that runs it (errno is carried across switches; other
+ * __thread variables are the kernel thread's). Uthread: each uthread has its
+ * own static TLS area, laid out as glibc lays out a thread's, and its own
+ * thread pointer, switched with the uthread (wrfsbase, or arch_prctl where
+ * the CPU or kernel does not allow it; tpidr_el0 on aarch64): __thread
+ * variables, errno and glibc's per-thread state follow it across vcores,
+ * dlopen()ed modules' TLS is allocated on first use as for threads. It
+ * costs a thread-pointer load per switch and the area per uthread (the C
+ * library's static TLS size, a few KiB, at the top of its stack). Refused
+ * (weft_init returns ENOTSUP, saying why) in sanitizer builds and with a C
+ * library that does not describe its thread layout. The yield pass's flag
+ * mode does not preempt in this mode (signals and counter mode do). */
+#define WEFT_TLS_SHARED  1
+#define WEFT_TLS_UTHREAD 2
 
 /* weft_init() starts the runtime with cfg (NULL = defaults and environment).
  * Returns 0, EBUSY if already running (or if the application handles the
@@ -206,6 +224,31 @@ int weft_unpark(weft_t t);
 /* weft_setprio() records t's priority for the scheduler (the prio scheduler
  * uses it; ws and fifo ignore it). Returns 0, or EINVAL if t is NULL. */
 int weft_setprio(weft_t t, int prio);
+
+/* ---- thread keys ----------------------------------------------------------- */
+
+/* A key names one value per thread (uthread or kernel thread), NULL until
+ * the thread sets it; pthread_key_t's semantics. */
+typedef unsigned weft_key_t;
+#define WEFT_KEYS_MAX 1024
+#define WEFT_DESTRUCTOR_ITERATIONS 4
+
+/* weft_key_create() makes a new key; destructor (may be NULL) is called
+ * with a thread's non-NULL value when that thread finishes, its value first
+ * set to NULL; rounds repeat while destructors set values again, at most
+ * WEFT_DESTRUCTOR_ITERATIONS. Returns 0, EINVAL (key NULL) or EAGAIN (all
+ * WEFT_KEYS_MAX keys exist). */
+int weft_key_create(weft_key_t *key, void (*destructor)(void *));
+/* weft_key_delete() deletes key; no destructor runs, values stored under it
+ * are never seen again (also through a later key with the same number).
+ * Returns 0, or EINVAL if key does not exist. */
+int weft_key_delete(weft_key_t key);
+/* weft_key_getspecific() is the caller's value for key, or NULL (never set,
+ * or key does not exist). */
+void *weft_key_getspecific(weft_key_t key);
+/* weft_key_setspecific() sets the caller's value for key. Returns 0, EINVAL
+ * (key does not exist) or ENOMEM. */
+int weft_key_setspecific(weft_key_t key, const void *value);
 
 #ifdef __cplusplus
 }

@@ -96,9 +96,9 @@ int weft__io_start(void)
 {
     if (WEFT__LIKELY(atomic_load_explicit(&weft__poller, memory_order_acquire) != NULL))
         return 0;
-    pthread_mutex_lock(&start_lock);
+    weft__sys.pthread_mutex_lock(&start_lock);
     int e = atomic_load_explicit(&weft__poller, memory_order_relaxed) ? 0 : start_poller();
-    pthread_mutex_unlock(&start_lock);
+    weft__sys.pthread_mutex_unlock(&start_lock);
     return e;
 }
 
@@ -108,7 +108,7 @@ void weft__io_forked(void)
     if (p && p->forget)
         p->forget();
     atomic_store_explicit(&weft__poller, NULL, memory_order_relaxed);
-    pthread_mutex_init(&start_lock, NULL);
+    weft__sys.pthread_mutex_init(&start_lock, NULL);
     atomic_store_explicit(&weft__io_nwaiting, 0, memory_order_relaxed);
     atomic_store_explicit(&last_poll, 0, memory_order_relaxed);
     /* Every entry goes back to "not seen": the new poller has none of them
@@ -253,6 +253,127 @@ static void append(struct weft__waiter **list, struct weft__waiter *w)
     *list = w;
 }
 
+/* ---- several descriptors at once ----------------------------------------------
+ *
+ * A uthread that waits on several descriptors (weft_poll, weft_select's
+ * shim, ...) queues one member waiter on each descriptor's poll queue
+ * (`any`) and sleeps on one waiter of its own, `main`, in a group. A
+ * member's data points at its group. The first event on any member fires
+ * the group: under the group's lock it sets `fired` and unlinks `main` if
+ * the uthread already sleeps; the waker wakes `main` like any waiter. Every
+ * touch of a member or of the group happens under the member's descriptor
+ * lock (lock order: descriptor, then group), so once the woken uthread has
+ * taken each of its descriptors' locks to unlink the members still queued,
+ * nobody else holds a pointer to anything on its stack. */
+struct group {
+    uint32_t lock;               /* spinlock: fired, q */
+    bool fired;                  /* a member saw an event; guarded by lock */
+    struct weft__waitq q;        /* holds main while the uthread sleeps; guarded by lock */
+    struct weft__waiter main;    /* the uthread's own waiter */
+};
+
+/* fire(): a member of g saw an event (its descriptor's lock held). */
+static void fire(struct group *g, struct weft__waiter **list)
+{
+    weft__spin_lock(&g->lock);
+    g->fired = true;
+    struct weft__waiter *main = weft__waitq_pop(&g->q);
+    weft__spin_unlock(&g->lock);
+    if (main)
+        append(list, main);
+}
+
+/* take_any() unlinks f's poll waiters with status st (f->lock held) and
+ * appends those to wake to *list; a group member fires its group instead. */
+static void take_any(struct weft__fd *f, int st, struct weft__waiter **list)
+{
+    struct weft__waiter *w = weft__waitq_take_all(&f->any);
+    while (w) {
+        struct weft__waiter *next = w->next;
+        w->next = NULL;
+        w->status = st;
+        if (w->data)
+            fire((struct group *)w->data, list);
+        else
+            append(list, w);
+        w = next;
+    }
+}
+
+/* unlink_members() takes the members nobody took off their queues; after
+ * each descriptor's lock, no waker holds a pointer to one. A function of
+ * its own: it runs after a switch, maybe on another kernel thread, and the
+ * spinlocks count themselves in TLS (invariant 2: no TLS address computed
+ * before the switch may be reused). */
+static WEFT__NOINLINE void unlink_members(struct weft__fd_watch *ws, int queued)
+{
+    for (int i = 0; i < queued; i++) {
+        struct weft__fd *f = ws[i].f;
+        weft__spin_lock(&f->lock);
+        if (ws[i].w.status == WEFT__WAITING)
+            weft__waitq_remove(&f->any, &ws[i].w);
+        weft__spin_unlock(&f->lock);
+    }
+}
+
+static int wait_many(struct weft__fd_watch *ws, int n, uint64_t deadline, struct group *g);
+
+int weft__fd_wait_many(struct weft__fd_watch *ws, int n, uint64_t deadline)
+{
+    /* The group is on our stack, or, for a stack-copy uthread (whose stack
+     * is somebody else's while it waits), in the heap. */
+    struct group local = { 0 }, *gp = &local;
+    if (weft_self()->copy && !(gp = calloc(1, sizeof *gp)))
+        return ENOMEM;
+    int st = wait_many(ws, n, deadline, gp);
+    if (gp != &local)
+        free(gp);
+    return st;
+}
+
+static int wait_many(struct weft__fd_watch *ws, int n, uint64_t deadline, struct group *gp)
+{
+    const struct weft__poller_ops *p = atomic_load_explicit(&weft__poller, memory_order_acquire);
+    struct group *const g = gp;
+    weft__waiter_init(&g->main);
+    int queued = 0;
+    bool moved = false;
+    for (; queued < n; queued++) {
+        struct weft__fd_watch *x = &ws[queued];
+        struct weft__fd *f = x->f;
+        weft__waiter_init(&x->w);
+        x->w.data = (uintptr_t)g;
+        weft__spin_lock(&f->lock);
+        if (atomic_load_explicit(&f->gen, memory_order_relaxed) != x->gen ||
+            ((x->dirs & 1) && atomic_load_explicit(&f->d[WEFT__RD].seq, memory_order_relaxed) != x->seq_rd) ||
+            ((x->dirs & 2) && atomic_load_explicit(&f->d[WEFT__WR].seq, memory_order_relaxed) != x->seq_wr)) {
+            weft__spin_unlock(&f->lock);
+            moved = true; /* closed, or readiness came between the try and now */
+            break;
+        }
+        if (x->dirs & 1)
+            p->arm(f, WEFT__RD);
+        if (x->dirs & 2)
+            p->arm(f, WEFT__WR);
+        weft__waitq_push(&f->any, &x->w);
+        weft__spin_unlock(&f->lock);
+    }
+    int st = 0;
+    if (!moved) {
+        atomic_fetch_add_explicit(&weft__io_nwaiting, 1, memory_order_relaxed);
+        weft__spin_lock(&g->lock);
+        if (g->fired) {
+            weft__spin_unlock(&g->lock);
+        } else {
+            weft__waitq_push(&g->q, &g->main);
+            st = weft__wait(&g->lock, &g->q, &g->main, deadline, WEFT_BLOCK_IO);
+        }
+        atomic_fetch_sub_explicit(&weft__io_nwaiting, 1, memory_order_relaxed);
+    }
+    unlink_members(ws, queued);
+    return st == ETIMEDOUT || st == ENOMEM ? st : 0;
+}
+
 void weft__fd_event(int fd, uint32_t gen, unsigned ev, struct weft__waiter **list)
 {
     struct weft__fd *f = weft__fd_lookup(fd);
@@ -278,9 +399,7 @@ void weft__fd_event(int fd, uint32_t gen, unsigned ev, struct weft__waiter **lis
                 append(list, all);
         }
     }
-    struct weft__waiter *all = weft__waitq_take_all(&f->any);
-    if (all)
-        append(list, all);
+    take_any(f, 0, list);
     weft__spin_unlock(&f->lock);
 }
 
@@ -353,8 +472,9 @@ void weft__fd_drop(int fd)
     atomic_store_explicit(&f->kind, WEFT__FD_UNKNOWN, memory_order_relaxed);
     f->user_nonblock = false;
     f->weft_nonblock = false;
-    struct weft__waitq *qs[3] = { &f->d[0].q, &f->d[1].q, &f->any };
-    for (int i = 0; i < 3; i++) {
+    take_any(f, EBADF, &list);
+    struct weft__waitq *qs[2] = { &f->d[0].q, &f->d[1].q };
+    for (int i = 0; i < 2; i++) {
         struct weft__waiter *all = weft__waitq_take_all(qs[i]);
         for (struct weft__waiter *w = all; w; w = w->next)
             w->status = EBADF;

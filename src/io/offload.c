@@ -50,8 +50,8 @@ static void read_max(void)
 void weft__offload_forked(void)
 {
     /* The helpers are not in the child, nor the uthreads their jobs wake. */
-    pthread_mutex_init(&pool.m, NULL);
-    pthread_cond_init(&pool.cv, NULL);
+    weft__sys.pthread_mutex_init(&pool.m, NULL);
+    weft__sys.pthread_cond_init(&pool.cv, NULL);
     pool.head = pool.tail = NULL;
     pool.nthreads = pool.nidle = pool.nqueued = 0;
 }
@@ -59,18 +59,18 @@ void weft__offload_forked(void)
 static void *helper(void *unused)
 {
     (void)unused;
-    pthread_mutex_lock(&pool.m);
+    weft__sys.pthread_mutex_lock(&pool.m);
     for (;;) {
         while (!pool.head) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
             ts.tv_sec += (time_t)(IDLE_EXIT_NS / 1000000000u);
             pool.nidle++;
-            int r = pthread_cond_timedwait(&pool.cv, &pool.m, &ts);
+            int r = weft__sys.pthread_cond_timedwait(&pool.cv, &pool.m, &ts);
             pool.nidle--;
             if (r == ETIMEDOUT && !pool.head) {
                 pool.nthreads--;
-                pthread_mutex_unlock(&pool.m);
+                weft__sys.pthread_mutex_unlock(&pool.m);
                 return NULL;
             }
         }
@@ -79,7 +79,7 @@ static void *helper(void *unused)
         pool.head = j->next;
         if (!pool.head)
             pool.tail = NULL;
-        pthread_mutex_unlock(&pool.m);
+        weft__sys.pthread_mutex_unlock(&pool.m);
 
         errno = 0;
         j->result = j->fn(j->arg);
@@ -89,27 +89,27 @@ static void *helper(void *unused)
         weft__spin_unlock(&j->lock);
         weft__waiter_wake(&j->w); /* j may vanish now */
 
-        pthread_mutex_lock(&pool.m);
+        weft__sys.pthread_mutex_lock(&pool.m);
     }
 }
 
 /* submit() queues j, starting a helper if none is idle; 0 or EAGAIN. */
 static int submit(struct job *j)
 {
-    pthread_once(&max_once, read_max);
-    pthread_mutex_lock(&pool.m);
+    weft__sys.pthread_once(&max_once, read_max);
+    weft__sys.pthread_mutex_lock(&pool.m);
     /* Idle helpers that have not yet taken a queued job are spoken for. */
     if (pool.nqueued >= pool.nidle && pool.nthreads < pool.max) {
         pthread_t t;
         pthread_attr_t a;
-        pthread_attr_init(&a);
-        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-        pthread_attr_setstacksize(&a, 256 * 1024);
-        if (pthread_create(&t, &a, helper, NULL) == 0)
+        weft__sys.pthread_attr_init(&a);
+        weft__sys.pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        weft__sys.pthread_attr_setstacksize(&a, 256 * 1024);
+        if (weft__sys.pthread_create(&t, &a, helper, NULL) == 0)
             pool.nthreads++;
-        pthread_attr_destroy(&a);
+        weft__sys.pthread_attr_destroy(&a);
         if (pool.nthreads == 0) {
-            pthread_mutex_unlock(&pool.m);
+            weft__sys.pthread_mutex_unlock(&pool.m);
             return EAGAIN;
         }
     }
@@ -120,8 +120,8 @@ static int submit(struct job *j)
         pool.head = j;
     pool.tail = j;
     pool.nqueued++;
-    pthread_cond_signal(&pool.cv);
-    pthread_mutex_unlock(&pool.m);
+    weft__sys.pthread_cond_signal(&pool.cv);
+    weft__sys.pthread_mutex_unlock(&pool.m);
     return 0;
 }
 

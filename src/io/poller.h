@@ -117,6 +117,23 @@ void weft__fd_event(int fd, uint32_t gen, unsigned events, struct weft__waiter *
 int weft__fd_wait(struct weft__fd *f, uint32_t gen, int dirs, uint32_t seq_rd, uint32_t seq_wr,
                   uint64_t deadline);
 
+/* One descriptor of a wait on several (weft__fd_wait_many): the caller
+ * fills f, gen, dirs (bit 0 read, bit 1 write) and the sequence numbers it
+ * read before its last try; w is the member waiter queued on f's poll
+ * queue (its data points at the wait's group; poll_fd waiters have 0). */
+struct weft__fd_watch {
+    struct weft__fd *f;
+    uint32_t gen;
+    int dirs;
+    uint32_t seq_rd, seq_wr;
+    struct weft__waiter w;
+};
+
+/* weft__fd_wait_many() parks the calling uthread until an edge on any of
+ * the n descriptors after its sequence numbers (or its close), or deadline.
+ * Returns 0 (look again), ETIMEDOUT, or ENOMEM (no timer for the deadline). */
+int weft__fd_wait_many(struct weft__fd_watch *ws, int n, uint64_t deadline);
+
 /* weft__fd_pass() hands readiness on to the next waiter of dir after a call
  * that succeeded: the descriptor may hold more than the caller took. */
 void weft__fd_pass(struct weft__fd *f, int dir);
