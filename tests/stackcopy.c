@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <weft/event.h>
@@ -531,6 +532,39 @@ static void *file_user(void *unused)
     return (void *)1;
 }
 
+/* Several descriptors at once (weft_poll, weft_epoll_wait), the arrays on
+ * the waiter's stack. */
+static int pa[2], pb[2];
+static void *multi_waiter(void *unused)
+{
+    (void)unused;
+    struct pollfd fds[2] = { { .fd = pa[0], .events = POLLIN }, { .fd = pb[0], .events = POLLIN } };
+    int n = weft_poll(fds, 2, -1);
+    CHECK(n == 1 && !(fds[0].revents & POLLIN) && (fds[1].revents & POLLIN),
+          "weft_poll: %d ready, revents %#x %#x", n, fds[0].revents, fds[1].revents);
+    char c;
+    CHECK(weft_read(pb[0], &c, 1) == 1 && c == 'b', "read after poll");
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    CHECK(ep >= 0, "epoll_create1");
+    struct epoll_event e = { .events = EPOLLIN, .data.u32 = 7 };
+    CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, pa[0], &e) == 0, "epoll_ctl");
+    struct epoll_event got[4];
+    n = weft_epoll_wait(ep, got, 4, -1);
+    CHECK(n == 1 && got[0].data.u32 == 7, "weft_epoll_wait: %d events", n);
+    CHECK(weft_read(pa[0], &c, 1) == 1 && c == 'a', "read after epoll_wait");
+    weft_close(ep);
+    return (void *)1;
+}
+static void *multi_writer(void *unused)
+{
+    (void)unused;
+    CHECK_RC(weft_sleep_ns(MS(2)), 0);
+    CHECK(weft_write(pb[1], "b", 1) == 1, "write b");
+    CHECK_RC(weft_sleep_ns(MS(2)), 0);
+    CHECK(weft_write(pa[1], "a", 1) == 1, "write a");
+    return NULL;
+}
+
 /* weft_offload with its argument in a static, as weft.h asks. */
 static void *square(void *arg)
 {
@@ -667,6 +701,18 @@ static void test_primitives(void)
         CHECK(join(s) == (void *)1, "server");
         weft_close(listen_fd);
     }
+    check_phase("poll and epoll_wait on several descriptors");
+    CHECK(pipe(pa) == 0 && pipe(pb) == 0, "pipes");
+    {
+        weft_t w = spawn_copy(multi_waiter, NULL, "multi");
+        weft_t x = spawn_copy(multi_writer, NULL, "writer");
+        join(x);
+        CHECK(join(w) == (void *)1, "multi waiter");
+    }
+    weft_close(pa[0]);
+    weft_close(pa[1]);
+    weft_close(pb[0]);
+    weft_close(pb[1]);
     check_phase("regular files");
     CHECK(join(spawn_copy(file_user, NULL, "files")) == (void *)1, "files");
     check_phase("offload");
