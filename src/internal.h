@@ -163,6 +163,8 @@ struct weft__vcore {
                                         callback runs on, resumed after it */
     struct weft_uthread *pending;    /* a weft_yield() in vcore context: the yielder,
                                         handed to thread_paused if another runs */
+    bool yielding;                   /* weft_yield() asks take_local for a successor
+                                        (weft_vcore_yielder) */
     unsigned lone_yields;            /* yields that found nothing local, to pace steals */
     uint64_t id_next, id_end;        /* a block of uthread ids for spawns here */
     _Atomic int npinned;             /* live uthreads spawned WEFT_PINNED to this vcore:

@@ -142,6 +142,14 @@ static _Noreturn void run_on(struct weft__vcore *vc, struct weft_uthread *t)
     weft__ctx_restore(&t->ctx);
 }
 
+struct weft_uthread *weft_vcore_yielder(void)
+{
+    struct weft__vcore *vc = weft__vc_at_entry(); /* a scheduler op: nothing to go stale */
+    if (!vc)
+        return NULL;
+    return vc->current ? (vc->yielding ? vc->current : NULL) : vc->pending;
+}
+
 _Noreturn void weft_run_uthread(struct weft_uthread *t)
 {
     struct weft__vcore *vc = weft__vc_at_entry(); /* vcore context: nothing to go stale */
@@ -731,7 +739,9 @@ void weft_yield(void)
     }
     if (WEFT__UNLIKELY(WEFT__CRIT_LOAD() || weft__on_altstack(vc)))
         return; /* a signal handler that interrupted weft, or on the signal stack */
+    vc->yielding = true; /* weft_vcore_yielder(), for take_local */
     struct weft_uthread *next = local_next(vc);
+    vc->yielding = false;
     if (next) {
         vc->cb = yield_cb;
         handoff(vc, ut, next, handoff_entry);

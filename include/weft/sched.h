@@ -208,6 +208,14 @@ void weft_uthread_runnable(struct weft_uthread *t);
  * again only if sched_entry returns). Vcore context only; does not return. */
 _Noreturn void weft_run_uthread(struct weft_uthread *t);
 
+/* weft_vcore_yielder() returns the uthread that is yielding (weft_yield) on
+ * the calling vcore while take_local or sched_entry is asked for its
+ * successor, else NULL: it stays runnable (thread_paused takes it if another
+ * is picked; if take_local returns NULL or sched_entry returns, it runs on).
+ * A scheduler with priorities picks none less urgent than it. Scheduler
+ * ops only. */
+struct weft_uthread *weft_vcore_yielder(void);
+
 /* weft_vcore_kick() says work became runnable, preferably for vcore hint
  * (-1: any): if no vcore is spinning for work, wake one parked vcore (hint's
  * if it is parked). Cheap when nothing is parked. Any context. */

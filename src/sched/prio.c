@@ -388,12 +388,15 @@ static void inbox_drain(struct pq *q, int me)
     own_unlock(q);
 }
 
-/* age() promotes level heads that have waited an aging period. */
+/* age() promotes the heads of levels below the most urgent one here (the
+ * running uthread's included) that have waited an aging period. */
 static void age(struct pq *q, int me)
 {
     uint64_t now = mono_ns();
     own_lock(q);
-    int top = top_of(bits_of(q));
+    int top = top_of(bits_of(q)), cur = atomic_load_explicit(&q->cur, memory_order_relaxed);
+    if (cur > top)
+        top = cur;
     for (int l = 0; l < top; l++) {
         struct level *lv = &q->lv[l];
         if (!lv->head) {
@@ -435,27 +438,46 @@ static void slow_look(struct pq *q, int me)
 
 /* ---- picking ------------------------------------------------------------------------ */
 
-/* pick() is take_local for vcore me (its own queues, no stealing): see the
- * top of this file. */
-static struct weft_uthread *pick(struct pq *q, int me)
+/* yielder_level() is the level of the uthread yielding on this vcore
+ * (weft_vcore_yielder), which stays runnable: nothing less urgent may be
+ * picked instead; NONE if none yields. */
+static int yielder_level(void)
+{
+    struct weft_uthread *y = weft_vcore_yielder();
+    return y ? level_of(y) : NONE;
+}
+
+/* pick() is take_local for vcore me (its own queues, no stealing), picking
+ * nothing below level floor: see the top of this file. */
+static struct weft_uthread *pick(struct pq *q, int me, int floor)
 {
     if (--q->slow_tick == 0 || atomic_load_explicit(&q->pending, memory_order_relaxed))
         slow_look(q, me);
     struct weft_uthread *n = atomic_load_explicit(&q->next, memory_order_relaxed);
     if (n) {
         int ln = level_of(n);
-        atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
         if (q->chain < NEXT_CHAIN && (bits_of(q) >> ln) <= 1) {
+            if (ln < floor)
+                return NULL; /* the yielder is more urgent: it runs on */
+            atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
             q->chain++; /* a uthread in next is F_RAN and not queued */
             atomic_store_explicit(&q->cur, ln, memory_order_relaxed);
             return n;
         }
-        queue_own(q, me, n); /* behind its level (the chain is up), or below a queued one */
+        /* Behind its level when its chain is up; else ahead of its level,
+         * below a more urgent queued one (or its priority dropped). */
+        atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
+        own_lock(q);
+        if (q->chain >= NEXT_CHAIN)
+            lv_push_back(q, me, n, ln, 0);
+        else
+            lv_push_front(q, me, n, ln);
+        own_unlock(q);
     }
     q->chain = 0;
     own_lock(q);
     int top = top_of(bits_of(q));
-    struct weft_uthread *t = top >= 0 ? lv_pop(q, top) : NULL;
+    struct weft_uthread *t = top >= 0 && top >= floor ? lv_pop(q, top) : NULL;
     own_unlock(q);
     if (t)
         atomic_store_explicit(&q->cur, top, memory_order_relaxed);
@@ -490,7 +512,7 @@ static struct weft_uthread *take_local_prio(int me)
                              atomic_load_explicit(&q->pending, memory_order_relaxed),
                          0)) {
         q->slow_tick++; /* pick() counts it */
-        struct weft_uthread *t = pick(q, me);
+        struct weft_uthread *t = pick(q, me, yielder_level());
         if (t && q->board) {
             int f = weft_board_foreign(me) - WEFT_PRIO_MIN;
             if (f > level_of(t)) { /* another process has more urgent work here: cede */
@@ -503,14 +525,19 @@ static struct weft_uthread *take_local_prio(int me)
         }
         return t;
     }
+    /* Below the level of the uthread running (cur) only if that one does
+     * not stay runnable (it blocks or exits rather than yields). */
     uint64_t bits = bits_of(q);
+    int cur = atomic_load_explicit(&q->cur, memory_order_relaxed);
     struct weft_uthread *n = atomic_load_explicit(&q->next, memory_order_relaxed);
     if (n) {
         int ln = level_of(n);
         if (__builtin_expect(q->chain >= NEXT_CHAIN || (bits >> ln) > 1, 0)) {
             q->slow_tick++;
-            return pick(q, me);
+            return pick(q, me, yielder_level());
         }
+        if (__builtin_expect(ln < cur, 0) && ln < yielder_level())
+            return NULL;
         atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
         q->chain++;
         atomic_store_explicit(&q->cur, ln, memory_order_relaxed);
@@ -519,6 +546,8 @@ static struct weft_uthread *take_local_prio(int me)
     if (!bits)
         return NULL;
     int top = 63 - __builtin_clzll(bits);
+    if (__builtin_expect(top < cur, 0) && top < yielder_level())
+        return NULL;
     q->chain = 0;
     atomic_store_explicit(&q->cur, top, memory_order_relaxed);
     return lv_pop(q, top);
@@ -615,8 +644,9 @@ static void last_looks(int me, int n)
 }
 
 /* steal() takes work more urgent than level floor from the online vcore
- * with the most urgent queued level, or NULL. */
-static struct weft_uthread *steal(struct pq *q, int me, int floor)
+ * with the most urgent queued level, or NULL. idle: we have nothing to run
+ * (then watch stuck next slots too). */
+static struct weft_uthread *steal(struct pq *q, int me, int floor, bool idle)
 {
     int n = weft_num_vcores();
     if (n < 2)
@@ -636,7 +666,7 @@ static struct weft_uthread *steal(struct pq *q, int me, int floor)
         if (t)
             return t;
     }
-    if (floor != NONE)
+    if (!idle)
         return NULL; /* we have work of our own */
     bool parking = weft_vcore_parking();
     if (parking) {
@@ -683,12 +713,14 @@ static void sched_entry_prio(void)
     int me = weft_vcore_id();
     struct pq *q = &pqs[me];
     bool may_cede = true;
+    int yl = yielder_level(); /* a weft_yield() that found nothing local */
     for (;;) {
-        struct weft_uthread *t = pick(q, me);
-        int floor = t ? level_of(t) : NONE;
+        struct weft_uthread *t = pick(q, me, yl);
+        /* Steal only above what we have; a yielder's equals may be stolen. */
+        int floor = t ? level_of(t) : yl != NONE ? yl - 1 : NONE;
         if (atomic_load_explicit(&q->want_steal, memory_order_relaxed) || !t) {
             atomic_store_explicit(&q->want_steal, false, memory_order_relaxed);
-            struct weft_uthread *s = steal(q, me, floor);
+            struct weft_uthread *s = steal(q, me, floor, !t && yl == NONE);
             if (s) {
                 if (t) {
                     own_lock(q);
