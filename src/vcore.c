@@ -1113,9 +1113,9 @@ int weft_vcores_release(int n)
             struct weft__vcore *vc = &rt->vcores[i];
             weft__event_post_bits(vc, 1ull << WEFT__EV_RESCHED);
             weft_vcore_wake(i);
-            if (weft_vcore_busy(i) &&
+            if (vc != weft__vc_at_entry() && weft_vcore_busy(i) &&
                 !atomic_exchange_explicit(&vc->notif_sent, true, memory_order_seq_cst))
-                weft__notif_signal(vc);
+                weft__notif_signal(vc); /* our own vcore: our wait below leaves it */
         }
         for (int i = cur - n; i < cur; i++) {
             struct weft__vcore *vc = &rt->vcores[i];
