@@ -11,6 +11,14 @@
  * (zero-filled by the kernel: every slot free) and then stores the magic;
  * others wait for it.
  *
+ * When a process's word for a CPU becomes more urgent, it also tells the
+ * other processes that have less urgent work ready there: the notification
+ * signal (each slot records its number and, per CPU, its vcore's thread)
+ * to that vcore. It is delivered as soon as that vcore next gets the CPU,
+ * before it runs another instruction of its uthread, and makes it
+ * reconsider (WEFT__EV_RESCHED): it cedes at once instead of at its next
+ * tick.
+ *
  * The mapping is never unmapped while the process lives: a scheduler may be
  * reading it when another thread detaches (detach only clears the slot).
  */
@@ -25,12 +33,13 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
 
 #define BOARD_MAGIC 0x7261626f74666577ull /* "weftboar" */
-#define BOARD_VERSION 1u
+#define BOARD_VERSION 2u
 #define BOARD_CPUS CPU_SETSIZE
 #define LIVENESS_NS 100000000ull          /* a suspect slot's pid is checked this often */
 
@@ -38,7 +47,9 @@ struct board_seg {
     _Atomic uint64_t magic;              /* BOARD_MAGIC once the creator has set it up */
     uint32_t version, procs, cpus;       /* written before magic */
     _Alignas(64) _Atomic int32_t pid[WEFT_BOARD_PROCS]; /* slot owners; 0 = free */
+    _Atomic int32_t sig[WEFT_BOARD_PROCS]; /* their notification signals */
     _Alignas(64) _Atomic uint64_t word[BOARD_CPUS][WEFT_BOARD_PROCS]; /* [cpu][slot] */
+    _Atomic int32_t tid[BOARD_CPUS][WEFT_BOARD_PROCS]; /* the slot's vcore thread on the CPU */
 };
 
 static pthread_mutex_t board_lock = PTHREAD_MUTEX_INITIALIZER; /* attach/detach */
@@ -64,12 +75,15 @@ static int board_path(const char *name, char *buf, size_t cap)
     return 0;
 }
 
-/* slot_clear() zeroes slot s's words. */
+/* slot_clear() zeroes slot s's words and threads. */
 static void slot_clear(struct board_seg *b, int s)
 {
-    for (int c = 0; c < BOARD_CPUS; c++)
+    for (int c = 0; c < BOARD_CPUS; c++) {
         if (atomic_load_explicit(&b->word[c][s], memory_order_relaxed))
             atomic_store_explicit(&b->word[c][s], 0, memory_order_relaxed);
+        if (atomic_load_explicit(&b->tid[c][s], memory_order_relaxed))
+            atomic_store_explicit(&b->tid[c][s], 0, memory_order_relaxed);
+    }
 }
 
 /* pid_gone(): pid has exited (kill says ESRCH; EPERM means it lives). */
@@ -180,6 +194,7 @@ static int attach_locked(const char *name)
         return ENOSPC;
     }
     my_slot = s;
+    atomic_store(&b->sig[s], weft__notif_signo());
     for (int i = 0; i < WEFT_BOARD_PROCS; i++)
         atomic_store_explicit(&checked_at[i], 0, memory_order_relaxed);
     atomic_store_explicit(&seg, b, memory_order_release);
@@ -271,8 +286,27 @@ void weft_board_publish(int vcore, int level)
     if (!b || c < 0)
         return;
     uint64_t w = level >= WEFT_PRIO_MIN && level <= WEFT_PRIO_MAX ? 1ull << (level + 32) : 0;
-    if (atomic_load_explicit(&b->word[c][my_slot], memory_order_relaxed) != w)
-        atomic_store_explicit(&b->word[c][my_slot], w, memory_order_relaxed);
+    uint64_t old = atomic_load_explicit(&b->word[c][my_slot], memory_order_relaxed);
+    if (old == w)
+        return;
+    int32_t tid = atomic_load_explicit(&weft__rt.vcores[vcore].tid, memory_order_relaxed);
+    if (atomic_load_explicit(&b->tid[c][my_slot], memory_order_relaxed) != tid)
+        atomic_store_explicit(&b->tid[c][my_slot], tid, memory_order_relaxed);
+    atomic_store_explicit(&b->word[c][my_slot], w, memory_order_relaxed);
+    if (w <= old)
+        return;
+    /* More urgent now: tell the processes with less urgent work ready on
+     * this CPU (see the top of this file). */
+    int saved = errno;
+    for (int s = 0; s < WEFT_BOARD_PROCS; s++) {
+        uint64_t o = atomic_load_explicit(&b->word[c][s], memory_order_relaxed);
+        int32_t p = atomic_load_explicit(&b->pid[s], memory_order_relaxed);
+        int32_t t = atomic_load_explicit(&b->tid[c][s], memory_order_relaxed);
+        int sig = atomic_load_explicit(&b->sig[s], memory_order_relaxed);
+        if (s != my_slot && o && o < w && p > 0 && t > 0 && sig > 0)
+            syscall(SYS_tgkill, p, t, sig);
+    }
+    errno = saved;
 }
 
 int weft_board_foreign(int vcore)

@@ -539,6 +539,10 @@ bool weft__yield_flags_wanted(void);
 void weft__notif_repoll(void);
 /* weft__notif_signal() interrupts vc's kernel thread (preempt.c). */
 void weft__notif_signal(struct weft__vcore *vc);
+/* weft__notif_signo() is the notification signal's number (the board tells
+ * other processes' vcores with it: from another process it means "look
+ * again", WEFT__EV_RESCHED). */
+int weft__notif_signo(void);
 /* weft__safe_point(): deliver what is pending for the calling uthread, if
  * it may be switched here (a public entry of weft that holds nothing). */
 void weft__safe_point_slow(struct weft__vcore *vc);

@@ -11,7 +11,12 @@
  *
  * Everything else (parser, request handling, files) is the same code.
  *
- *   hio_start(vcores)             start the runtime (0 = all vcores); errno value
+ *   hio_start(vcores, sched)      start the runtime (0 = all vcores; sched: a
+ *                                 scheduler name, NULL = the default); errno value
+ *   hio_class(cls)                run the calling connection at priority class
+ *                                 cls (0 most urgent .. HTTPD_CLASSES-1; -1 the
+ *                                 default priority): weft_setprio, which only
+ *                                 the prio scheduler honours
  *   hio_run(fn, arg)              run fn(arg) as the acceptor, return when it does
  *   hio_spawn(fn, arg)            start fn(arg) as a detached connection thread
  *   hio_conn_setup(fd, send_ns)   per-connection setup for the send timeout:
@@ -77,10 +82,16 @@ static inline uint64_t hio_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static inline int hio_start(int vcores)
+static inline int hio_start(int vcores, const char *sched)
 {
-    (void)vcores; /* -v is accepted and ignored */
+    (void)vcores; /* -v and -s are accepted and ignored */
+    (void)sched;
     return 0;
+}
+
+static inline void hio_class(int cls)
+{
+    (void)cls; /* the kernel knows no classes */
 }
 
 static inline int hio_run(void *(*fn)(void *), void *arg)
@@ -202,10 +213,16 @@ static inline uint64_t hio_now_ns(void)
     return weft_now_ns();
 }
 
-static inline int hio_start(int vcores)
+static inline int hio_start(int vcores, const char *sched)
 {
-    struct weft_config cfg = { .vcores = vcores };
+    struct weft_config cfg = { .vcores = vcores, .sched = sched };
     return weft_init(&cfg);
+}
+
+/* Priority class c runs at 28 - 8c: 28, 20, ..., -28; the default is 0. */
+static inline void hio_class(int cls)
+{
+    weft_setprio(weft_self(), cls < 0 ? 0 : 28 - 8 * cls);
 }
 
 static inline int hio_run(void *(*fn)(void *), void *arg)
