@@ -122,8 +122,11 @@
 #define P_MODE   0x4u        /* the online count changed: check `locking` */
 
 struct level {
-    struct weft_uthread *head, *tail;
-    struct weft_uthread *seen;       /* aging: the head at the last look */
+    struct weft_uthread **v;         /* ring of slots, mask + 1 of them (or NULL) */
+    uint32_t head, tail;             /* slots head..tail-1 are in use (counters) */
+    uint32_t mask;
+    uint32_t live;                   /* uthreads in them (the others were taken out) */
+    struct weft_uthread *seen;       /* aging: the first one at the last look */
     uint64_t seen_at;                /* ... and when it was first seen there */
 };
 
@@ -137,6 +140,7 @@ struct pq {
     unsigned chain;                  /* decisions in a row taken from next */
     unsigned slow_tick;              /* decisions until the next slow look */
     bool board;                      /* the process is attached to a board */
+    bool slow;                       /* locking || board: take_local's fast path is off */
     int published;                   /* the level last published to it, or NONE */
     int poke_victim;                 /* as a thief: the vcore whose stuck next we watch */
     unsigned watch_tick, poke_looks; /* steal rounds; looks that found it stuck */
@@ -147,6 +151,7 @@ struct pq {
     bool online;                     /* vcore_up/down; written under lock and inbox_lock */
     _Atomic uint64_t bits;           /* bit l: level l not empty; read anywhere (a hint) */
     struct level lv[NLEVELS];
+    struct list ovf;                 /* could not be queued for want of memory (lv_overflow) */
     /* Read and written by others. */
     _Alignas(64) _Atomic int cur;    /* level of the uthread it runs, or NONE; the owner
                                         writes at each pick, others read (a hint) */
@@ -206,66 +211,150 @@ static inline bool preempting(void)
     return weft_preempt_period() != 0;
 }
 
-/* ---- level lists (the owner, or the lock holder) ---------------------------------- */
+/* ---- level queues (the owner, or the lock holder) --------------------------------- */
 
-static void lv_push_back(struct pq *q, int v, struct weft_uthread *t, int l, unsigned keep)
+/* Each level is a ring of uthread pointers (FIFO, growing by doubling),
+ * not a list through the uthreads: popping from a list reads the popped
+ * uthread's line to find the next one, which with thousands of uthreads
+ * is a cache and TLB miss on the hot path (a yield at 10 000 uthreads cost
+ * ~1.6x ws's that way; the ring costs what ws's rings do). A queued
+ * uthread's slot number is in its link.data, so it can be taken out from
+ * anywhere (a priority change, a steal that skips pinned ones): its slot
+ * becomes NULL, which pops skip. A push that finds the ring full rebuilds
+ * it (twice the live count, at least RING_MIN slots; the slot numbers are
+ * written again); if memory runs out the uthread goes to the vcore's ovf
+ * list instead, run after everything else: nothing is lost. */
+#define RING_MIN 64u
+
+static bool lv_room(struct level *lv)
+{
+    return lv->v && lv->tail - lv->head <= lv->mask;
+}
+
+/* lv_rebuild() gives level lv room for one more: false if out of memory. */
+static __attribute__((noinline)) bool lv_rebuild(struct level *lv)
+{
+    uint32_t cap = RING_MIN;
+    while (cap < 2 * lv->live + 2)
+        cap *= 2;
+    struct weft_uthread **v = malloc(sizeof *v * cap);
+    if (!v)
+        return false;
+    uint32_t n = 0;
+    for (uint32_t i = lv->head; i != lv->tail; i++) {
+        struct weft_uthread *t = lv->v[i & lv->mask];
+        if (t) {
+            v[n] = t;
+            L(t)->data = (void *)(uintptr_t)n++;
+        }
+    }
+    free(lv->v);
+    lv->v = v;
+    lv->head = 0;
+    lv->tail = n;
+    lv->mask = cap - 1;
+    return true;
+}
+
+/* The bit of level l follows its live count: set when it goes 0 -> 1,
+ * cleared when it goes 1 -> 0 (one writer: the owner or the lock holder). */
+static inline void lv_bit(struct pq *q, int l, bool set)
+{
+    uint64_t b = bits_of(q), m = 1ull << l;
+    atomic_store_explicit(&q->bits, set ? b | m : b & ~m, memory_order_relaxed);
+}
+
+/* lv_overflow() is the last resort of a push with no memory to grow. */
+static __attribute__((noinline)) void lv_overflow(struct pq *q, struct weft_uthread *t)
+{
+    q->slow = true; /* the fast path does not look at ovf; pick() does (set_mode) */
+    L(t)->next = NULL;
+    flags_set(t, F_RAN);
+    if (q->ovf.tail)
+        L(q->ovf.tail)->next = t;
+    else
+        q->ovf.head = t;
+    q->ovf.tail = t;
+}
+
+static void lv_push_back_slow(struct pq *q, int v, struct weft_uthread *t, int l,
+                              unsigned keep);
+
+/* lv_push_back() queues t at the back of level l of vcore v's queues q:
+ * inline without a stack frame (the callback of a hand-off runs it on the
+ * next uthread's stack, where every new line is a cache miss). */
+static inline __attribute__((always_inline)) void lv_push_back(struct pq *q, int v,
+                                                               struct weft_uthread *t, int l,
+                                                               unsigned keep)
 {
     struct level *lv = &q->lv[l];
-    L(t)->next = NULL;
-    L(t)->data = lv->tail;
-    if (lv->tail)
-        L(lv->tail)->next = t;
+    if (__builtin_expect(!lv_room(lv), 0)) {
+        lv_push_back_slow(q, v, t, l, keep); /* a tail call */
+        return;
+    }
+    uint32_t i = lv->tail++;
+    lv->v[i & lv->mask] = t;
+    L(t)->data = (void *)(uintptr_t)i;
+    flags_set(t, F_RAN | keep | F_AT(v, l)); /* F_RAN: only a blocked one's matters */
+    if (lv->live++ == 0)
+        lv_bit(q, l, true);
+}
+
+static __attribute__((noinline)) void lv_push_back_slow(struct pq *q, int v,
+                                                        struct weft_uthread *t, int l,
+                                                        unsigned keep)
+{
+    if (lv_rebuild(&q->lv[l]))
+        lv_push_back(q, v, t, l, keep);
     else
-        lv->head = t;
-    lv->tail = t;
-    flags_set(t, (flags_of(t) & (F_RAN | keep)) | F_AT(v, l));
-    uint64_t b = bits_of(q);
-    if (!(b & (1ull << l)))
-        atomic_store_explicit(&q->bits, b | 1ull << l, memory_order_relaxed);
+        lv_overflow(q, t);
 }
 
 static void lv_push_front(struct pq *q, int v, struct weft_uthread *t, int l)
 {
     struct level *lv = &q->lv[l];
-    L(t)->next = lv->head;
-    L(t)->data = NULL;
-    if (lv->head)
-        L(lv->head)->data = t;
-    else
-        lv->tail = t;
-    lv->head = t;
-    flags_set(t, (flags_of(t) & F_RAN) | F_AT(v, l));
-    atomic_store_explicit(&q->bits, bits_of(q) | 1ull << l, memory_order_relaxed);
+    if (!lv_room(lv) && !lv_rebuild(lv)) {
+        lv_overflow(q, t);
+        return;
+    }
+    uint32_t i = --lv->head;
+    lv->v[i & lv->mask] = t;
+    L(t)->data = (void *)(uintptr_t)i;
+    flags_set(t, F_RAN | F_AT(v, l));
+    if (lv->live++ == 0)
+        lv_bit(q, l, true);
 }
 
-/* lv_unlink() takes t (queued at level l of q) out; the prev link of a
- * head is not kept, so a head is recognised by lv->head. */
+/* lv_unlink() takes t, queued at level l of q, out of its slot. */
 static void lv_unlink(struct pq *q, struct weft_uthread *t, int l)
 {
     struct level *lv = &q->lv[l];
-    struct weft_uthread *n = L(t)->next;
-    struct weft_uthread *p = lv->head == t ? NULL : L(t)->data;
-    if (p)
-        L(p)->next = n;
-    else
-        lv->head = n;
-    if (n)
-        L(n)->data = p;
-    else
-        lv->tail = p;
-    if (!lv->head)
-        atomic_store_explicit(&q->bits, bits_of(q) & ~(1ull << l), memory_order_relaxed);
-    flags_set(t, flags_of(t) & F_RAN);
+    lv->v[(uint32_t)(uintptr_t)L(t)->data & lv->mask] = NULL;
+    if (--lv->live == 0) {
+        lv->head = lv->tail;
+        lv_bit(q, l, false);
+    }
+    flags_set(t, F_RAN);
+}
+
+/* lv_first() is the first uthread queued at level l (not taken out), or NULL. */
+static struct weft_uthread *lv_first(struct level *lv)
+{
+    for (uint32_t i = lv->head; i != lv->tail; i++)
+        if (lv->v[i & lv->mask])
+            return lv->v[i & lv->mask];
+    return NULL;
 }
 
 static inline struct weft_uthread *lv_pop(struct pq *q, int l)
 {
     struct level *lv = &q->lv[l];
-    struct weft_uthread *t = lv->head;
-    lv->head = L(t)->next; /* the new head's prev link goes stale: see lv_unlink */
-    if (!lv->head) {
-        lv->tail = NULL;
-        atomic_store_explicit(&q->bits, bits_of(q) & ~(1ull << l), memory_order_relaxed);
+    struct weft_uthread *t;
+    while (!(t = lv->v[lv->head++ & lv->mask])) /* slots taken out from the middle */
+        ;
+    if (--lv->live == 0) {
+        lv->head = lv->tail;
+        lv_bit(q, l, false);
     }
     flags_set(t, F_RAN);
     return t;
@@ -297,7 +386,7 @@ static bool remote_lock(struct pq *q)
 }
 
 /* queue_own() puts t at the back of its level on the caller's own vcore. */
-static void queue_own(struct pq *q, int me, struct weft_uthread *t)
+static inline __attribute__((always_inline)) void queue_own(struct pq *q, int me, struct weft_uthread *t)
 {
     own_lock(q);
     lv_push_back(q, me, t, level_of(t), 0);
@@ -337,6 +426,7 @@ static bool inbox_push(int v, struct weft_uthread *t, bool force)
 static void set_mode(struct pq *q)
 {
     bool want = atomic_load_explicit(&nup, memory_order_relaxed) > 1;
+    q->slow = want || q->board || q->ovf.head;
     if (q->locking == want)
         return;
     weft_spin_lock(&q->lock);
@@ -352,9 +442,10 @@ static void resort(struct pq *q, int me)
     own_lock(q);
     for (uint64_t b = bits_of(q); b; b &= b - 1) {
         int l = __builtin_ctzll(b);
-        for (struct weft_uthread *t = q->lv[l].head, *n; t; t = n) {
-            n = L(t)->next;
-            if (level_of(t) != l && !(flags_of(t) & F_AGED)) {
+        struct level *lv = &q->lv[l];
+        for (uint32_t i = lv->head; i != lv->tail && lv->live; i++) {
+            struct weft_uthread *t = lv->v[i & lv->mask];
+            if (t && level_of(t) != l && !(flags_of(t) & F_AGED)) {
                 lv_unlink(q, t, l);
                 L(t)->next = NULL;
                 if (moved.tail)
@@ -399,18 +490,18 @@ static void age(struct pq *q, int me)
         top = cur;
     for (int l = 0; l < top; l++) {
         struct level *lv = &q->lv[l];
-        if (!lv->head) {
+        struct weft_uthread *t = lv->live ? lv_first(lv) : NULL;
+        if (!t) {
             lv->seen = NULL;
             continue;
         }
-        if (lv->seen != lv->head) {
-            lv->seen = lv->head;
+        if (lv->seen != t) {
+            lv->seen = t;
             lv->seen_at = now;
             continue;
         }
         if (now - lv->seen_at < aging_ns)
             continue;
-        struct weft_uthread *t = lv->head;
         lv_unlink(q, t, l);
         lv_push_back(q, me, t, top, F_AGED);
         flags_set(t, flags_of(t) | F_AGED);
@@ -478,6 +569,12 @@ static struct weft_uthread *pick(struct pq *q, int me, int floor)
     own_lock(q);
     int top = top_of(bits_of(q));
     struct weft_uthread *t = top >= 0 && top >= floor ? lv_pop(q, top) : NULL;
+    if (!t && top < 0 && q->ovf.head) { /* no memory to queue them: after all else */
+        t = q->ovf.head;
+        if (!(q->ovf.head = L(t)->next))
+            q->ovf.tail = NULL;
+        top = level_of(t);
+    }
     own_unlock(q);
     if (t)
         atomic_store_explicit(&q->cur, top, memory_order_relaxed);
@@ -502,42 +599,45 @@ static void publish(struct pq *q, int me, int level)
     weft_board_publish(me, level == NONE ? WEFT_BOARD_NONE : level + WEFT_PRIO_MIN);
 }
 
-/* take_local_prio() is pick() with its common cases inline: one vcore
- * online, nothing asked, no board: next when nothing queued is more urgent,
- * else the front of the most urgent level, with plain loads and stores. */
+/* take_local_slow() is take_local for everything but the fast path below:
+ * pick() with a yielder's level as the floor, and the board. */
+static __attribute__((noinline)) struct weft_uthread *take_local_slow(struct pq *q, int me)
+{
+    q->slow_tick++; /* pick() counts this decision */
+    struct weft_uthread *t = pick(q, me, yielder_level());
+    if (t && q->board) {
+        int f = weft_board_foreign(me) - WEFT_PRIO_MIN;
+        if (f > level_of(t)) { /* another process has more urgent work here: cede */
+            own_lock(q);
+            lv_push_front(q, me, t, level_of(t));
+            own_unlock(q);
+            return NULL; /* sched_entry cedes */
+        }
+        publish(q, me, demand(q, level_of(t)));
+    }
+    return t;
+}
+
+/* take_local_prio() is pick() with its common cases inline and no stack
+ * frame: one vcore online, nothing asked, no board, nothing less urgent
+ * than the uthread running (cur): next when nothing queued is more urgent,
+ * else the front of the most urgent level, with plain loads and stores.
+ * (Less urgent than cur only if the running one does not stay runnable: it
+ * blocks or exits rather than yields; take_local_slow finds out.) */
 static struct weft_uthread *take_local_prio(int me)
 {
     struct pq *q = &pqs[me];
-    if (__builtin_expect(--q->slow_tick == 0 || q->locking || q->board ||
+    if (__builtin_expect(--q->slow_tick == 0 || q->slow ||
                              atomic_load_explicit(&q->pending, memory_order_relaxed),
-                         0)) {
-        q->slow_tick++; /* pick() counts it */
-        struct weft_uthread *t = pick(q, me, yielder_level());
-        if (t && q->board) {
-            int f = weft_board_foreign(me) - WEFT_PRIO_MIN;
-            if (f > level_of(t)) { /* another process has more urgent work here: cede */
-                own_lock(q);
-                lv_push_front(q, me, t, level_of(t));
-                own_unlock(q);
-                return NULL; /* sched_entry cedes */
-            }
-            publish(q, me, demand(q, level_of(t)));
-        }
-        return t;
-    }
-    /* Below the level of the uthread running (cur) only if that one does
-     * not stay runnable (it blocks or exits rather than yields). */
+                         0))
+        return take_local_slow(q, me);
     uint64_t bits = bits_of(q);
     int cur = atomic_load_explicit(&q->cur, memory_order_relaxed);
     struct weft_uthread *n = atomic_load_explicit(&q->next, memory_order_relaxed);
     if (n) {
         int ln = level_of(n);
-        if (__builtin_expect(q->chain >= NEXT_CHAIN || (bits >> ln) > 1, 0)) {
-            q->slow_tick++;
-            return pick(q, me, yielder_level());
-        }
-        if (__builtin_expect(ln < cur, 0) && ln < yielder_level())
-            return NULL;
+        if (__builtin_expect(q->chain >= NEXT_CHAIN || (bits >> ln) > 1 || ln < cur, 0))
+            return take_local_slow(q, me);
         atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
         q->chain++;
         atomic_store_explicit(&q->cur, ln, memory_order_relaxed);
@@ -546,8 +646,8 @@ static struct weft_uthread *take_local_prio(int me)
     if (!bits)
         return NULL;
     int top = 63 - __builtin_clzll(bits);
-    if (__builtin_expect(top < cur, 0) && top < yielder_level())
-        return NULL;
+    if (__builtin_expect(top < cur, 0))
+        return take_local_slow(q, me);
     q->chain = 0;
     atomic_store_explicit(&q->cur, top, memory_order_relaxed);
     return lv_pop(q, top);
@@ -566,13 +666,16 @@ static struct weft_uthread *grab(struct pq *q, int me, int v, int l)
     if (!remote_lock(vq))
         return NULL;
     if (top_of(bits_of(vq)) == l) {
+        struct level *lv = &vq->lv[l];
         unsigned len = 0;
-        for (struct weft_uthread *t = vq->lv[l].head; t && len < 2 * STEAL_MAX; t = L(t)->next)
-            len += !(L(t)->flags & WEFT_PINNED);
+        for (uint32_t i = lv->head; i != lv->tail && len < 2 * STEAL_MAX; i++) {
+            struct weft_uthread *t = lv->v[i & lv->mask];
+            len += t && !(L(t)->flags & WEFT_PINNED);
+        }
         unsigned want = len - len / 2;
-        for (struct weft_uthread *t = vq->lv[l].head, *nx; t && n < want; t = nx) {
-            nx = L(t)->next;
-            if (L(t)->flags & WEFT_PINNED)
+        for (uint32_t i = lv->head; i != lv->tail && n < want; i++) {
+            struct weft_uthread *t = lv->v[i & lv->mask];
+            if (!t || (L(t)->flags & WEFT_PINNED))
                 continue;
             lv_unlink(vq, t, l);
             L(t)->next = NULL;
@@ -896,14 +999,24 @@ static void thread_runnable_prio(struct weft_uthread *t)
         poke_if_ceding(me);
 }
 
+static __attribute__((noinline)) void paused_locking(struct pq *q, int me,
+                                                     struct weft_uthread *t)
+{
+    bool kick = !(L(t)->flags & WEFT_PINNED); /* read before t is queued */
+    queue_own(q, me, t);
+    if (kick)
+        weft_vcore_kick_local();
+}
+
 static void thread_paused_prio(struct weft_uthread *t)
 {
     int me = L(t)->vcore; /* vcore context of the vcore it ran on */
     struct pq *q = &pqs[me];
-    bool kick = q->locking && !(L(t)->flags & WEFT_PINNED); /* read before t is queued */
-    queue_own(q, me, t);
-    if (kick)
-        weft_vcore_kick_local();
+    if (__builtin_expect(q->locking, 0)) {
+        paused_locking(q, me, t); /* with a kick: others may take it */
+        return;
+    }
+    lv_push_back(q, me, t, level_of(t), 0);
 }
 
 /* poked_prio(): a thief wants our next, the board or the online count
@@ -915,7 +1028,7 @@ static void poked_prio(void)
     q->board = weft_board_attached();
     if (!q->board)
         q->published = NONE;
-    set_mode(q);
+    set_mode(q); /* and slow */
     struct weft_uthread *t = atomic_load_explicit(&q->next, memory_order_relaxed);
     if (t) {
         atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
@@ -1023,7 +1136,7 @@ static void vcore_up_prio(int id)
     q->board = weft_board_attached();
     q->published = NONE;
     atomic_fetch_add(&nup, 1);
-    set_mode(q);
+    set_mode(q); /* and slow */
     for (int v = 0; v < npq; v++)
         if (v != id && pqs[v].online) {
             ask(&pqs[v], P_MODE);
@@ -1044,13 +1157,20 @@ static void vcore_down_prio(int id)
     for (uint64_t b = bits_of(q); b; b = bits_of(q)) {
         int l = top_of(b);
         struct weft_uthread *t = lv_pop(q, l);
-        flags_set(t, flags_of(t) & ~F_AGED);
         L(t)->next = NULL;
         if (out.tail)
             L(out.tail)->next = t;
         else
             out.head = t;
         out.tail = t;
+    }
+    if (q->ovf.head) {
+        if (out.tail)
+            L(out.tail)->next = q->ovf.head;
+        else
+            out.head = q->ovf.head;
+        out.tail = q->ovf.tail;
+        q->ovf.head = q->ovf.tail = NULL;
     }
     weft_spin_unlock(&q->lock);
     struct weft_uthread *n = atomic_exchange_explicit(&q->next, NULL, memory_order_relaxed);
@@ -1089,6 +1209,7 @@ static int init_prio(int nvcores)
         q->chain = 0;
         q->slow_tick = SLOW_EVERY;
         q->board = false;
+        q->slow = false;
         q->published = NONE;
         q->poke_victim = -1;
         q->watch_tick = q->poke_looks = 0;
@@ -1098,7 +1219,8 @@ static int init_prio(int nvcores)
         q->online = false;
         atomic_init(&q->bits, 0);
         for (int l = 0; l < NLEVELS; l++)
-            q->lv[l] = (struct level){ NULL, NULL, NULL, 0 };
+            q->lv[l] = (struct level){ NULL, 0, 0, 0, 0, NULL, 0 };
+        q->ovf = (struct list){ NULL, NULL };
         atomic_init(&q->cur, NONE);
         atomic_init(&q->ceding, false);
         atomic_init(&q->want_steal, false);
@@ -1124,6 +1246,9 @@ static int init_prio(int nvcores)
 
 static void fini_prio(void)
 {
+    for (int i = 0; i < npq; i++)
+        for (int l = 0; l < NLEVELS; l++)
+            free(pqs[i].lv[l].v);
     free(pqs);
     pqs = NULL;
     npq = 0;
