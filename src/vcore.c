@@ -105,7 +105,15 @@
  * 1. A uthread is on at most one queue, and touched by another vcore only
  *    after its context is saved: weft_uthread_runnable() aborts otherwise.
  * 2. Per-vcore state is read through weft__vc(), never a cached TLS address.
- * 4. Vcore context blocks in the kernel only in vcore_sleep().
+ * 4. Vcore context blocks in the kernel only in vcore_sleep(), and in
+ *    vcore_nap(), which stands for it outside the idle list: a scheduler's
+ *    cede (bounded by its deadline, woken by events) and an offline vcore.
+ *
+ * Vcores at run time (weft_vcores_request/release, a scheduler with
+ * vcore_up/down): every CPU of the mask has a vcore thread from weft_init
+ * on; those beyond rt.nonline are offline (vcore_offline below): they nap
+ * off the idle list, so kicks never count on them, handle only their
+ * events and their own alarms, and take no uthreads.
  * 5. Spinning is bounded: weft__spin_ns, then park.
  */
 #define _GNU_SOURCE

@@ -12,12 +12,16 @@
  *    vcore cedes the CPU while A has more urgent work ready, and resumes);
  *  - a process that dies attached: its urgent word is seen while it lives
  *    and dropped (weft_board_foreign reads nothing) once it is gone.
- * Needs /dev/shm (exit 77 without it).
+ * The other processes are this program again (fork + exec: a fork of a
+ * threaded process may not start threads under TSan), sharing a small
+ * segment of their own with the test. Needs /dev/shm (exit 77 without it).
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "check.h"
@@ -30,7 +34,35 @@ struct shared {
 
 static struct shared *sh;
 static char name[64];
-static int cpu;
+static int cpu, shfd = -1;
+
+/* map_shared() maps the test's own segment: a memfd the parent makes and
+ * the children inherit (its number is on their command line). */
+static void map_shared(void)
+{
+    if (shfd < 0) {
+        shfd = memfd_create("weft-board-test", 0); /* no MFD_CLOEXEC: inherited */
+        CHECK(shfd >= 0 && ftruncate(shfd, sizeof *sh) == 0, "memfd: %s", strerror(errno));
+    }
+    sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED, shfd, 0);
+    CHECK(sh != MAP_FAILED, "mmap");
+}
+
+/* spawn_role() starts this program again as process role ("b" or "c"). */
+static pid_t spawn_role(const char *role)
+{
+    char cpus[16], fd[16];
+    snprintf(cpus, sizeof cpus, "%d", cpu);
+    snprintf(fd, sizeof fd, "%d", shfd);
+    fflush(NULL);
+    pid_t p = fork();
+    CHECK(p >= 0, "fork");
+    if (p == 0) {
+        execl("/proc/self/exe", "board", role, fd, name, cpus, (char *)NULL);
+        _exit(127);
+    }
+    return p;
+}
 
 static void pin_to_cpu(void)
 {
@@ -66,6 +98,7 @@ static int run_b(void)
 {
     check_watchdog(WATCHDOG_SECS);
     check_phase("process B");
+    map_shared();
     pin_to_cpu();
     start();
     weft_attr_t a = { .prio = -30 };
@@ -104,6 +137,7 @@ static void *c_urgent(void *arg)
 
 static int run_c(void)
 {
+    map_shared();
     pin_to_cpu();
     start();
     weft_attr_t a = { .prio = 25 };
@@ -148,8 +182,14 @@ static void bad_input(void)
     CHECK_RC(weft_board_remove(name), ENOENT);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc == 5) { /* a child process: role, segment, board, CPU */
+        shfd = atoi(argv[2]);
+        snprintf(name, sizeof name, "%s", argv[3]);
+        cpu = atoi(argv[4]);
+        return strcmp(argv[1], "b") == 0 ? run_b() : run_c();
+    }
     check_watchdog(WATCHDOG_SECS);
     snprintf(name, sizeof name, "weft-test-%d", (int)getpid());
     cpu_set_t set;
@@ -157,16 +197,10 @@ int main(void)
     for (cpu = 0; cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set); cpu++)
         ;
     bad_input();
-
-    sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    CHECK(sh != MAP_FAILED, "mmap");
+    map_shared();
 
     check_phase("two processes, one CPU");
-    fflush(NULL);
-    pid_t b = fork();
-    CHECK(b >= 0, "fork");
-    if (b == 0)
-        _exit(run_b());
+    pid_t b = spawn_role("b");
     pin_to_cpu();
     start();
     WAIT_UNTIL(atomic_load(&sh->b_count) > 1000, "B runs");
@@ -185,13 +219,7 @@ int main(void)
           c1 - c0, c2 - c1);
 
     check_phase("a process dies attached");
-    fflush(NULL);
-    pid_t c = fork();
-    CHECK(c >= 0, "fork");
-    if (c == 0) {
-        weft_board_detach(); /* the parent's slot is not ours (fork) */
-        _exit(run_c());
-    }
+    pid_t c = spawn_role("c");
     WAIT_UNTIL(atomic_load(&sh->c_ready), "C runs its urgent uthread");
     WAIT_UNTIL(weft_board_foreign(0) == 25, "C's urgent level on the board");
     CHECK(kill(c, SIGKILL) == 0, "kill");

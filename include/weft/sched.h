@@ -3,8 +3,8 @@
  *
  * The runtime calls a scheduler through a `const struct weft_sched_ops`
  * table; the scheduler calls the runtime through the functions below. The
- * built-in schedulers (src/sched/ws.c, src/sched/fifo.c) use nothing else, so
- * an application's scheduler can do anything they do.
+ * built-in schedulers (src/sched/ws.c, src/sched/fifo.c, src/sched/prio.c)
+ * use nothing else, so an application's scheduler can do anything they do.
  *
  * Vocabulary. A *vcore* is a pinned kernel thread; *vcore context* is the
  * code it runs between uthreads, on its own stack, never interrupted by weft:

@@ -748,7 +748,7 @@ static void last_looks(int me, int n)
 
 /* steal() takes work more urgent than level floor from the online vcore
  * with the most urgent queued level, or NULL. idle: we have nothing to run
- * (then watch stuck next slots too). */
+ * but maybe a yielder (then watch stuck next slots too). */
 static struct weft_uthread *steal(struct pq *q, int me, int floor, bool idle)
 {
     int n = weft_num_vcores();
@@ -823,7 +823,7 @@ static void sched_entry_prio(void)
         int floor = t ? level_of(t) : yl != NONE ? yl - 1 : NONE;
         if (atomic_load_explicit(&q->want_steal, memory_order_relaxed) || !t) {
             atomic_store_explicit(&q->want_steal, false, memory_order_relaxed);
-            struct weft_uthread *s = steal(q, me, floor, !t && yl == NONE);
+            struct weft_uthread *s = steal(q, me, floor, !t); /* a yielder's too */
             if (s) {
                 if (t) {
                     own_lock(q);
@@ -1116,11 +1116,14 @@ static void thread_prio_changed_prio(struct weft_uthread *t, int old)
     } else {
         v = move_queued(t, me, false); /* we own the only online vcore's queues */
     }
-    /* More urgent than what its vcore runs: preempt it. */
-    int w = v >= 0 ? v : L(t)->vcore;
-    if (w >= 0 && w < npq && lt > old - WEFT_PRIO_MIN &&
-        lt > atomic_load_explicit(&pqs[w].cur, memory_order_relaxed) &&
-        (preempting() || w == me) && (v >= 0 || atomic_load_explicit(&pqs[w].next, memory_order_relaxed) == t))
+    /* Raised above what its vcore runs (queued there, or in its next slot):
+     * preempt it. (t's link.vcore is its runner's to write: not read.) */
+    int w = v;
+    for (int i = 0; w < 0 && i < npq; i++)
+        if (atomic_load_explicit(&pqs[i].next, memory_order_relaxed) == t)
+            w = i;
+    if (w >= 0 && lt > old - WEFT_PRIO_MIN &&
+        lt > atomic_load_explicit(&pqs[w].cur, memory_order_relaxed) && (preempting() || w == me))
         weft_vcore_preempt(w);
 }
 
