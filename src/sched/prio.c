@@ -140,7 +140,7 @@ struct pq {
     unsigned chain;                  /* decisions in a row taken from next */
     unsigned slow_tick;              /* decisions until the next slow look */
     bool board;                      /* the process is attached to a board */
-    bool slow;                       /* locking || board: take_local's fast path is off */
+    bool slow;                       /* board || ovf: take_local's fast path is off */
     int published;                   /* the level last published to it, or NONE */
     int poke_victim;                 /* as a thief: the vcore whose stuck next we watch */
     unsigned watch_tick, poke_looks; /* steal rounds; looks that found it stuck */
@@ -426,7 +426,7 @@ static bool inbox_push(int v, struct weft_uthread *t, bool force)
 static void set_mode(struct pq *q)
 {
     bool want = atomic_load_explicit(&nup, memory_order_relaxed) > 1;
-    q->slow = want || q->board || q->ovf.head;
+    q->slow = q->board || q->ovf.head;
     if (q->locking == want)
         return;
     weft_spin_lock(&q->lock);
@@ -618,11 +618,19 @@ static __attribute__((noinline)) struct weft_uthread *take_local_slow(struct pq 
     return t;
 }
 
+/* take_locked() is the fast path's pop when others may touch the queues. */
+static __attribute__((noinline)) struct weft_uthread *take_locked(struct pq *q, int me)
+{
+    q->slow_tick++; /* pick() counts this decision */
+    return pick(q, me, yielder_level());
+}
+
 /* take_local_prio() is pick() with its common cases inline and no stack
- * frame: one vcore online, nothing asked, no board, nothing less urgent
- * than the uthread running (cur): next when nothing queued is more urgent,
- * else the front of the most urgent level, with plain loads and stores.
- * (Less urgent than cur only if the running one does not stay runnable: it
+ * frame: nothing asked, no board, nothing less urgent than the uthread
+ * running (cur): next when nothing queued is more urgent (no lock: next is
+ * the owner's), else the front of the most urgent level, with plain loads
+ * and stores when one vcore is online (under the lock otherwise). (Less
+ * urgent than cur only if the running one does not stay runnable: it
  * blocks or exits rather than yields; take_local_slow finds out.) */
 static struct weft_uthread *take_local_prio(int me)
 {
@@ -648,6 +656,8 @@ static struct weft_uthread *take_local_prio(int me)
     int top = 63 - __builtin_clzll(bits);
     if (__builtin_expect(top < cur, 0))
         return take_local_slow(q, me);
+    if (q->locking)
+        return take_locked(q, me);
     q->chain = 0;
     atomic_store_explicit(&q->cur, top, memory_order_relaxed);
     return lv_pop(q, top);
@@ -918,13 +928,22 @@ static void push_away(int v, struct weft_uthread *t)
 }
 
 /* target() is the vcore a uthread made runnable by a kernel thread, an
- * offline vcore or for another vcore should go to. */
+ * offline vcore or for another vcore should go to: the one it is placed
+ * on, pinned to or last ran on; else the one the last such uthread went
+ * to while it is idle (it is spinning for work, or parked: a spawn from
+ * main that is joined at once keeps finding a vcore that waits for it),
+ * else the next one. */
 static int target(struct weft_uthread *t)
 {
     int v = L(t)->vcore, n = weft_num_vcores();
     if (v >= 0 && (v < n || (L(t)->flags & WEFT_PINNED)))
         return v;
-    return (int)(atomic_fetch_add_explicit(&rr, 1, memory_order_relaxed) % (unsigned)(n > 0 ? n : 1));
+    if (n < 1)
+        return 0;
+    unsigned last = atomic_load_explicit(&rr, memory_order_relaxed) % (unsigned)n;
+    if (!weft_vcore_busy((int)last))
+        return (int)last;
+    return (int)((atomic_fetch_add_explicit(&rr, 1, memory_order_relaxed) + 1) % (unsigned)n);
 }
 
 static void thread_runnable_prio(struct weft_uthread *t)
