@@ -547,7 +547,8 @@ static struct weft_uthread *pick(struct pq *q, int me, int floor)
     struct weft_uthread *n = atomic_load_explicit(&q->next, memory_order_relaxed);
     if (n) {
         int ln = level_of(n);
-        if (q->chain < NEXT_CHAIN && (bits_of(q) >> ln) <= 1) {
+        uint64_t above = bits_of(q) >> ln; /* bit 0: its level queued; more: a higher one */
+        if (above == 0 || (above == 1 && q->chain < NEXT_CHAIN)) {
             if (ln < floor)
                 return NULL; /* the yielder is more urgent: it runs on */
             atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
@@ -555,11 +556,11 @@ static struct weft_uthread *pick(struct pq *q, int me, int floor)
             atomic_store_explicit(&q->cur, ln, memory_order_relaxed);
             return n;
         }
-        /* Behind its level when its chain is up; else ahead of its level,
-         * below a more urgent queued one (or its priority dropped). */
+        /* Behind its level when its chain is up (others of its level wait);
+         * else ahead of its level, below a more urgent queued one. */
         atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
         own_lock(q);
-        if (q->chain >= NEXT_CHAIN)
+        if (above == 1)
             lv_push_back(q, me, n, ln, 0);
         else
             lv_push_front(q, me, n, ln);
@@ -644,7 +645,8 @@ static struct weft_uthread *take_local_prio(int me)
     struct weft_uthread *n = atomic_load_explicit(&q->next, memory_order_relaxed);
     if (n) {
         int ln = level_of(n);
-        if (__builtin_expect(q->chain >= NEXT_CHAIN || (bits >> ln) > 1 || ln < cur, 0))
+        uint64_t above = bits >> ln; /* bit 0: its level queued; more: a higher one */
+        if (__builtin_expect(above > 1 || (above == 1 && q->chain >= NEXT_CHAIN) || ln < cur, 0))
             return take_local_slow(q, me);
         atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
         q->chain++;
@@ -844,9 +846,9 @@ static void sched_entry_prio(void)
             }
         }
         if (!t) {
-            if (!weft_vcore_busy(me)) { /* idle (spinning, parking): not a yield's look */
+            if (yl == NONE) { /* idle (a yielder would run on) */
                 atomic_store_explicit(&q->cur, NONE, memory_order_relaxed);
-                if (q->board)
+                if (q->board && !weft_vcore_busy(me))
                     publish(q, me, NONE);
             }
             return;
@@ -930,9 +932,8 @@ static void push_away(int v, struct weft_uthread *t)
 /* target() is the vcore a uthread made runnable by a kernel thread, an
  * offline vcore or for another vcore should go to: the one it is placed
  * on, pinned to or last ran on; else the one the last such uthread went
- * to while it is idle (it is spinning for work, or parked: a spawn from
- * main that is joined at once keeps finding a vcore that waits for it),
- * else the next one. */
+ * to while it is not busy (spinning for work, or parked), else the next
+ * one. */
 static int target(struct weft_uthread *t)
 {
     int v = L(t)->vcore, n = weft_num_vcores();
