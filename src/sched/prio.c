@@ -9,10 +9,11 @@
  *
  * Vocabulary. A uthread's level is its priority + 32 (0..63, 63 the most
  * urgent); link.prio is the effective priority (weft_setprio, inheritance
- * by weft mutexes). Each vcore has a queue per level (FIFO, doubly linked
- * through link.next and link.data) and a 64-bit word, bits, with bit l set
- * while level l is not empty; a `next` slot (the wake-up slot); an inbox
- * where other threads leave uthreads when they may not touch the queues.
+ * by weft mutexes). Each vcore has a queue per level (FIFO: a ring of
+ * pointers, see "level queues" below) and a 64-bit word, bits, with bit l
+ * set while level l is not empty; a `next` slot (the wake-up slot); an
+ * inbox where other threads leave uthreads when they may not touch the
+ * queues.
  *
  * Where a runnable uthread goes (thread_runnable, thread_paused):
  *  - woken by the uthread running on vcore v (or by its blocking callback,
@@ -30,8 +31,9 @@
  *
  * What a vcore runs next (take): the inbox and other requests first (see
  * Modes); then next, if nothing queued on this vcore is more urgent, at
- * most NEXT_CHAIN decisions in a row (two uthreads waking each other cannot
- * starve their level); else the front of the most urgent non-empty level.
+ * most NEXT_CHAIN decisions in a row while others of its level wait (two
+ * uthreads waking each other cannot starve their level); else the front of
+ * the most urgent non-empty level.
  * So within a level uthreads run in the order they were queued, except a
  * uthread woken by the one running, which may go first (Go's runnext: the
  * woken one's data is in the cache now). Then, in sched_entry only,

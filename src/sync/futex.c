@@ -10,6 +10,7 @@
 #include "internal.h"
 
 #define NBUCKETS 256
+#define PI_SCAN 64 /* sleepers a priority-inheriting unlock compares */
 
 static struct bucket {
     struct weft__waitq q;   /* waiters of every address hashing here */
@@ -147,11 +148,14 @@ void weft__futex_unlock_pi(uint32_t *addr)
     int best_prio = 0;
     weft__spin_lock(&b->q.lock);
     atomic_store_explicit(WEFT__AT(addr), 0, memory_order_release); /* last touch of the mutex */
-    /* The most urgent sleeper (the oldest of those), a kernel thread
-     * counting as the default priority. */
-    for (struct weft__waiter *w = b->q.head; w; w = w->next) {
+    /* The most urgent of the first PI_SCAN sleepers (the oldest of those),
+     * a kernel thread counting as the default priority: a bound, or an
+     * unlock with thousands asleep walks them all, every time. */
+    int seen = 0;
+    for (struct weft__waiter *w = b->q.head; w && seen < PI_SCAN; w = w->next) {
         if (w->data != (uintptr_t)addr)
             continue;
+        seen++;
         int p = w->ut ? weft_uthread_prio(w->ut) : 0;
         if (!best || p > best_prio) {
             best = w;

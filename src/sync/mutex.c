@@ -19,7 +19,8 @@
  * futex bucket lock, with the word still 2, and a contended unlock then
  * releases under that same lock (weft__futex_unlock_pi: the uncontended one
  * is a CAS 1 -> 0, which fails once the word is 2), so the holder cannot
- * finish unlocking meanwhile. Unlock wakes the most urgent sleeper. The
+ * finish unlocking meanwhile. Unlock wakes the most urgent of the 64
+ * oldest sleepers (a bound: thousands asleep are not walked each time). The
  * boost covers the holder only, not a chain (the holder waiting in turn for
  * another mutex does not pass it on), and lasts until that mutex is
  * released, also when the lender gave up (a timed lock).
