@@ -139,11 +139,12 @@ static bool signal_frame_overflow(struct weft_uthread *t, siginfo_t *si, void *u
 
 /* canary_overflow(): an unguarded stack has nothing below it to fault in,
  * so a deep recursion writes into whatever lies below and faults wherever;
- * the interrupted stack pointer below the stack's bottom names it. */
+ * the interrupted stack pointer at or below the stack's bottom names it (at:
+ * a call or push that would store just below it faulted before moving sp). */
 static bool canary_overflow(struct weft_uthread *t, void *uc)
 {
     uintptr_t sp = interrupted_sp(uc), lo = (uintptr_t)t->stack_lo;
-    return sp && sp < lo && lo - sp <= (uintptr_t)16 * GUARD_MAX;
+    return sp && sp <= lo && lo - sp <= (uintptr_t)16 * GUARD_MAX;
 }
 
 static void segv_handler(int sig, siginfo_t *si, void *uc)
