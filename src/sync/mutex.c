@@ -84,7 +84,9 @@ static int relock(weft_mutex_t *m, void *me)
 
 static int took(weft_mutex_t *m, void *me)
 {
-    __atomic_store_n(&m->owner, me, __ATOMIC_RELAXED);
+    /* release: a lender that reads it (weft__futex_wait_pi, acquire) may read
+     * the owner's uthread (its priorities) */
+    __atomic_store_n(&m->owner, me, __ATOMIC_RELEASE);
     m->depth = 1;
     return 0;
 }
