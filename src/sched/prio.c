@@ -92,6 +92,7 @@
  * under the lock they take and go elsewhere once it is off.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -148,7 +149,7 @@ struct pq {
     unsigned watch_tick, poke_looks; /* steal rounds; looks that found it stuck */
     uint64_t poke_decisions;         /* its decision count when we began watching */
     /* The queues: the owner's alone while !locking, else guarded by lock. */
-    _Alignas(64) weft_spinlock_t lock;
+    _Alignas(64) _Atomic uint32_t lock; /* qlock() */
     bool locking;                    /* the owner's mode: written under lock by the owner */
     bool online;                     /* vcore_up/down; written under lock and inbox_lock */
     _Atomic uint64_t bits;           /* bit l: level l not empty; read anywhere (a hint) */
@@ -362,28 +363,66 @@ static inline struct weft_uthread *lv_pop(struct pq *q, int l)
     return t;
 }
 
+/* A queue's lock. Held only by weft's own code (this file), which the
+ * notification handler never switches out, for a few pointer updates: a
+ * plain spinlock does (weft_spin_lock's notification hold-off, for code a
+ * signal may switch out, would cost two calls and TLS lookups a decision);
+ * it spins with a CPU pause, then yields the kernel thread, as weft's own. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+static __attribute__((noinline)) void qlock_slow(_Atomic uint32_t *l)
+{
+    for (unsigned i = 0;; i++) {
+        if (!atomic_load_explicit(l, memory_order_relaxed) &&
+            !atomic_exchange_explicit(l, 1, memory_order_acquire))
+            return;
+        if (i < 1000)
+            cpu_relax();
+        else
+            sched_yield(); /* the holder's kernel thread may be descheduled */
+    }
+}
+
+static inline void qlock(_Atomic uint32_t *l)
+{
+    if (__builtin_expect(atomic_exchange_explicit(l, 1, memory_order_acquire), 0))
+        qlock_slow(l);
+}
+
+static inline void qunlock(_Atomic uint32_t *l)
+{
+    atomic_store_explicit(l, 0, memory_order_release);
+}
+
 /* The owner's lock around its own queue operations (held only while
  * locking). */
 static inline void own_lock(struct pq *q)
 {
     if (q->locking)
-        weft_spin_lock(&q->lock);
+        qlock(&q->lock);
 }
 
 static inline void own_unlock(struct pq *q)
 {
     if (q->locking)
-        weft_spin_unlock(&q->lock);
+        qunlock(&q->lock);
 }
 
 /* remote_lock() takes q's lock for someone who is not its owner: true if
  * the queues may be touched (the owner locks, and the vcore is online). */
 static bool remote_lock(struct pq *q)
 {
-    weft_spin_lock(&q->lock);
+    qlock(&q->lock);
     if (q->locking && q->online)
         return true;
-    weft_spin_unlock(&q->lock);
+    qunlock(&q->lock);
     return false;
 }
 
@@ -431,9 +470,9 @@ static void set_mode(struct pq *q)
     q->slow = q->board || q->ovf.head;
     if (q->locking == want)
         return;
-    weft_spin_lock(&q->lock);
+    qlock(&q->lock);
     q->locking = want;
-    weft_spin_unlock(&q->lock);
+    qunlock(&q->lock);
 }
 
 /* resort() moves every queued uthread whose priority changed (and is not
@@ -701,7 +740,7 @@ static struct weft_uthread *grab(struct pq *q, int me, int v, int l)
             n++;
         }
     }
-    weft_spin_unlock(&vq->lock);
+    qunlock(&vq->lock);
     weft_sched_note_shared(1);
     struct weft_uthread *first = got.head;
     if (!first)
@@ -910,7 +949,7 @@ static void push_away(int v, struct weft_uthread *t)
     bool placed = (L(t)->flags & WEFT_PINNED) || !(flags_of(t) & F_RAN);
     if (remote_lock(q)) {
         lv_push_back(q, v, t, lt, 0);
-        weft_spin_unlock(&q->lock);
+        qunlock(&q->lock);
     } else if (!inbox_push(v, t, L(t)->flags & WEFT_PINNED)) {
         /* v went offline meanwhile: vcore 0, which never does. */
         q = &pqs[v = 0];
@@ -1125,10 +1164,10 @@ static void thread_prio_changed_prio(struct weft_uthread *t, int old)
     int v = -1;
     if (atomic_load_explicit(&nup, memory_order_relaxed) > 1 || me < 0 || !pqs[me].online) {
         for (int i = 0; i < npq; i++)
-            weft_spin_lock(&pqs[i].lock);
+            qlock(&pqs[i].lock);
         v = move_queued(t, me, true);
         for (int i = npq - 1; i >= 0; i--)
-            weft_spin_unlock(&pqs[i].lock);
+            qunlock(&pqs[i].lock);
         /* Queued on an owner that did not lock at that moment, or in
          * flight to one: it re-sorts. */
         if (v < 0)
@@ -1152,11 +1191,11 @@ static void thread_prio_changed_prio(struct weft_uthread *t, int old)
 static void vcore_up_prio(int id)
 {
     struct pq *q = &pqs[id];
-    weft_spin_lock(&q->lock);
+    qlock(&q->lock);
     weft_spin_lock(&q->inbox_lock);
     q->online = true;
     weft_spin_unlock(&q->inbox_lock);
-    weft_spin_unlock(&q->lock);
+    qunlock(&q->lock);
     atomic_store_explicit(&q->cur, NONE, memory_order_relaxed);
     q->board = weft_board_attached();
     q->published = NONE;
@@ -1173,7 +1212,7 @@ static void vcore_down_prio(int id)
 {
     struct pq *q = &pqs[id];
     struct list out = { NULL, NULL };
-    weft_spin_lock(&q->lock);
+    qlock(&q->lock);
     weft_spin_lock(&q->inbox_lock);
     q->online = false;
     out = q->inbox;
@@ -1197,7 +1236,7 @@ static void vcore_down_prio(int id)
         out.tail = q->ovf.tail;
         q->ovf.head = q->ovf.tail = NULL;
     }
-    weft_spin_unlock(&q->lock);
+    qunlock(&q->lock);
     struct weft_uthread *n = atomic_exchange_explicit(&q->next, NULL, memory_order_relaxed);
     if (n) {
         L(n)->next = out.head;
@@ -1239,7 +1278,7 @@ static int init_prio(int nvcores)
         q->poke_victim = -1;
         q->watch_tick = q->poke_looks = 0;
         q->poke_decisions = 0;
-        q->lock = (weft_spinlock_t)WEFT_SPINLOCK_INIT;
+        atomic_init(&q->lock, 0);
         q->locking = false;
         q->online = false;
         atomic_init(&q->bits, 0);
