@@ -390,9 +390,11 @@ def prio_sections(ncpu: int, full: bool) -> list[Section]:
             "under WEFT_SCHED=ws and once under WEFT_SCHED=prio, back to back in every round, "
             "every uthread at the default priority (one level). What prio adds on these "
             "paths: reading the uthread's level, a find-first-set over its vcore's 64-bit "
-            "level bitmap, a doubly linked list per level instead of ws's rings; with one "
-            f"vcore no lock (ws needs none either); with several, its vcore's lock around "
-            f"each queue operation. Ring: N = 8, 10 000 threads, {PRIO_RING_ROUNDS} rounds.",
+            "level bitmap, a ring of pointers per level that also keeps each queued "
+            "uthread's slot (so a priority change can take it out); with one vcore no lock "
+            "(ws needs none either); with several, its vcore's lock around each queue "
+            f"operation (ws: a CAS per pop). Ring: N = 8, 10 000 threads, "
+            f"{PRIO_RING_ROUNDS} rounds.",
             f"yield and ring at one vcore: as their sections (one vcore, the process pinned to "
             f"CPU 0). spawn and ring at {ncpu} vcores: no pinning, all vcores.",
             cost, group=lambda impl, param: param),

@@ -30,6 +30,8 @@ def evaluate(data: dict, spec: dict | None = None) -> list[dict]:
     for t in spec.get("target", []):
         text = t["text"].replace("{NCPU}", ncpu)
         section, param = t["section"], t.get("param")
+        if param is not None:
+            param = param.replace("{NCPU}", ncpu)
         w = best(matching(data, section, t["weft"].replace("{NCPU}", ncpu), param))
         peers = [r for p in t["peers"]
                  for r in matching(data, section, p.replace("{NCPU}", ncpu), param)]
