@@ -10,6 +10,8 @@ from render.common import (Ctx, colour, detail_median, details, fmt_qty, fmt_rat
                            paired_ratio, sig3, why_no_result)
 
 PRIOHTTP_IMPLS = ("weft-prio", "weft-ws", "nginx")
+# weft's two schedulers side by side: two colours (the family colour would be one)
+IMPL_COLOURS = {"weft-prio": "#d62728", "weft-ws": "#ff7f0e"}
 
 
 def cost_ratio(prio: dict, ws: dict) -> float:
@@ -109,7 +111,8 @@ def priohttp_plots(ctx: Ctx, rows: list[dict], c: int) -> str:
             vals = [r["median"] for r in rs]
             lo = [v - min(r["samples"]) for v, r in zip(vals, rs)]
             hi = [max(r["samples"]) - v for v, r in zip(vals, rs)]
-            ax.errorbar(ks, vals, yerr=[lo, hi], fmt=style + "o", color=colour(i), capsize=2,
+            ax.errorbar(ks, vals, yerr=[lo, hi], fmt=style + "o", color=IMPL_COLOURS.get(i, colour(i)),
+                        capsize=2,
                         label=f"{i}{' (idle server)' if suffix else ''}", markersize=4)
     ax.set_yscale("log")
     ax.set_xlabel("priority class (0 most urgent)")
