@@ -22,7 +22,7 @@ from pathlib import Path
 
 from benchlib import SPREAD_FLAG
 
-from render import http, micro, preempt, ring, scaling, summary, targets, yieldpass, idlemem
+from render import http, micro, preempt, prio, ring, scaling, summary, targets, yieldpass, idlemem
 from render.common import OUT, Ctx
 
 # Sections in the report's order, each with its renderer.
@@ -36,6 +36,9 @@ RENDERERS = [(name, lambda ctx, rows, name=name: micro.render(ctx, name, rows))
     ("fairness", preempt.render_fairness),
     ("wakelat", preempt.render_wakelat),
     ("yieldpass", yieldpass.render),
+    ("priocost", prio.render_cost),
+    ("priohttp", prio.render_priohttp),
+    ("board", prio.render_board),
 ]
 
 

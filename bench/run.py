@@ -24,8 +24,9 @@ RING_TARGET_S; an implementation that hits a resource limit (or times out)
 at some size is recorded as stopping there and not run at larger sizes. The
 quick set's 10^6 threads: sections.ring_not_run / ring_rounds.
 HTTP: see bench/http_bench.py (run_http; the idle keep-alive connections,
-section httpidle: run_idle). Memory per idle thread: run_idlemem(), the
-ring's "stops at T" rule over the section's jobs.
+section httpidle: run_idle); priority classes over HTTP: bench/prio_bench.py.
+Memory per idle thread: run_idlemem(), the ring's "stops at T" rule over the
+section's jobs.
 
 The exit status is 1 when a run failed (a wrong result, a crash, a hang);
 missing peers and resource limits are reported, not failures.
@@ -45,6 +46,7 @@ from pathlib import Path
 
 import build as builder
 import http_bench
+import prio_bench
 import sections as S
 from benchlib import (LIMIT_EXIT, ROOT, SKIP_EXIT, Row, clean_env, describe_failure,
                      host_slug, machine_base, meminfo_bytes, run_program)
@@ -68,17 +70,17 @@ def run_section(sec: S.Section, bins: builder.Binaries, rounds: int, warmup: int
                 target_ms: int) -> tuple[list[Row], list[dict]]:
     rows: dict[tuple[str, str], Row] = {}
 
-    def row(impl: str, param: str) -> Row:
+    def row(impl: str, param: str, better: str = "") -> Row:
         key = (impl, param)
         if key not in rows:
-            rows[key] = Row(sec.name, impl, param, better=sec.better,
+            rows[key] = Row(sec.name, impl, param, better=better or sec.better,
                             group=sec.group(impl, param))
         return rows[key]
 
     for job in sec.jobs:
         path, why = bins.lookup(job.kind, job.program)
         for impl, param in job.rows:
-            row(impl, param).missing = "" if path else why
+            row(impl, param, job.better).missing = "" if path else why
     runs: list[dict] = []
     hung: set[str] = set()
     for rnd in range(warmup + rounds):
@@ -108,8 +110,9 @@ def run_section(sec: S.Section, bins: builder.Binaries, rounds: int, warmup: int
             for res in run["results"]:
                 if res.get("bench") != (job.bench or sec.name):
                     continue
-                key = (job.label or res.get("impl", "?"), res.get("param", "?") + job.param_suffix)
-                if job.param_suffix and key not in job.rows:
+                key = (job.label or res.get("impl", "?"),
+                       job.param_prefix + res.get("param", "?") + job.param_suffix)
+                if (job.param_suffix or job.param_prefix) and key not in job.rows:
                     continue                         # a row this job does not stand for
                 r = row(*key)                        # unexpected rows shown too
                 seen.add((r.impl, r.param))
@@ -349,7 +352,7 @@ def main() -> int:
     ap.add_argument("--only", default="",
                     help="comma-separated sections: baseline,yield,spawn,pingpong,mutex,"
                          "netpingpong,pthread,tls,sysbench,fairness,wakelat,yieldpass,idlemem,ring,"
-                         "scaling,http,httpidle")
+                         "scaling,http,httpidle,priocost,board,priohttp")
     ap.add_argument("--rounds", type=int, help="kept rounds per program (quick 3, full 5)")
     ap.add_argument("--warmup-rounds", type=int, default=1, help="discarded rounds (default 1)")
     ap.add_argument("--build-dir", default=str(ROOT / "build"))
@@ -368,8 +371,9 @@ def main() -> int:
     micro = S.micro_sections(ncpu) + S.pthread_sections() + S.preempt_sections(ncpu, full) + \
         [S.yieldpass_section(full)]
     micro.append(S.idlemem_section(full))          # run by run_idlemem()
+    micro += S.prio_sections(ncpu, full)
     scaling = S.scaling_section(ncpu)
-    names = [s.name for s in micro] + ["ring", "scaling", "http", "httpidle"]
+    names = [s.name for s in micro] + ["ring", "scaling", "http", "httpidle", "priohttp"]
     wanted = set(args.only.split(",")) if args.only else set(names)
     unknown = wanted - set(names)
     if unknown:
@@ -381,6 +385,8 @@ def main() -> int:
         programs |= {(im.kind, im.program) for im in impls}
     if "http" in wanted or "httpidle" in wanted:
         programs |= set(http_bench.PROGRAMS)
+    if "priohttp" in wanted:
+        programs.add(("peer", "prio_client"))
     if "scaling" in wanted:
         programs |= {(j.kind, j.program) for j in scaling.jobs}
         programs |= {(im.kind, im.program) for im in S.scaling_ring_impls(1)}
@@ -455,6 +461,13 @@ def main() -> int:
         runs += res["runs"]
         meta["httpidle"] = res["meta"]
         log(f"httpidle: {res['meta']['seconds']:.0f} s")
+    if "priohttp" in wanted:
+        t0 = time.monotonic()
+        res = prio_bench.run_priohttp(build_dir, bins, rounds, args.warmup_rounds, log, full)
+        rows += res["rows"]
+        runs += res["runs"]
+        meta["priohttp"] = {**res["meta"], "seconds_total": round(time.monotonic() - t0, 1)}
+        log(f"priohttp: {meta['priohttp']['seconds_total']:.0f} s")
 
     machine["loadavg_at_end"] = list(os.getloadavg())
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

@@ -18,6 +18,11 @@ preempt_sections(): fixed-work fairness and wake-up latency
 under load, sized by the set (quick or full) since their programs take the
 amount of work on the command line instead of sizing themselves.
 
+prio_sections(): the prio scheduler's cost against ws (the yield, spawn
+and ring programs under WEFT_SCHED=ws and =prio, every uthread at one
+level, interleaved) and the cross-process board (weft_board2's three
+modes); the priority classes over HTTP are bench/prio_bench.py's.
+
 yieldpass_section(): the yield pass on the seed's two programs
 and a sort (bench/README.md, "The yield pass"); a section with min_rounds
 runs at least that many kept rounds whatever the set, and a job with
@@ -42,10 +47,13 @@ class Job:
     env: dict[str, str] = field(default_factory=dict)
     cpus: set[int] | None = None      # process affinity set by the driver, if any
     label: str = ""                   # the impl name the rows get, whatever the program prints
+                                      # (the ring, idle memory, and run_section's jobs)
     timeout_s: float | None = None    # a run's time limit, if not run.py's RUN_TIMEOUT_S
     last_round_only: bool = False     # run in the last kept round only (no warm-up, no repeats)
     param_suffix: str = ""            # appended to the params it prints (the scaling section's
                                       # ",k=K"); then only the rows in `rows` are kept
+    param_prefix: str = ""            # put before the params it prints (as param_suffix)
+    better: str = ""                  # "lower" | "higher" for its rows, if not the section's
     bench: str = ""                   # the bench= its program prints, if not the section's name
 
 
@@ -408,6 +416,85 @@ def preempt_sections(ncpu: int, full: bool) -> list[Section]:
                    [(preempt_label(1000) + "-default", spin)],
                    args=["--seconds", str(seconds), "--preempt-us", "1000", "--placed", "0"],
                    env=vcores)]),
+    ]
+
+
+# ---------------------------------------------------------------------------
+# The prio scheduler (bench/README.md, "Priorities")
+# ---------------------------------------------------------------------------
+
+PRIO_RING_ROUNDS = 40          # ring N=8, 10 000 threads: 400 000 messages a run
+BOARD_SECONDS = {"quick": 3, "full": 6}
+BOARD_PERIOD_MS, BOARD_WORK_K = 20, 1000
+
+
+def prio_sections(ncpu: int, full: bool) -> list[Section]:
+    cost: list[Job] = []
+    for sched in ("ws", "prio"):
+        env, label = {"WEFT_SCHED": sched}, f"weft-{sched}"
+        cost += [
+            Job(f"prio_yield_{sched}", "weft", "weft_yield",
+                [(label, "yield,threads=2"), (label, "yield,threads=100"),
+                 (label, "yield,threads=10000")], env=env, cpus={0}, label=label,
+                bench="yield", param_prefix="yield,"),
+            Job(f"prio_spawn_{sched}", "weft", "weft_spawn",
+                [(label, "spawn,join=each"), (label, "spawn,join=batch1000")], env=env,
+                label=label, bench="spawn", param_prefix="spawn,"),
+            Job(f"prio_ring1_{sched}", "weft", "weft_ring", [(label, "ring,n=8,threads=10000,vcores=1")],
+                args=["--n", "8", "--threads", "10000", "--rounds", str(PRIO_RING_ROUNDS)],
+                env={**env, "WEFT_VCORES": "1"}, cpus={0}, label=label, bench="ring",
+                param_prefix="ring,", param_suffix=",vcores=1", better="higher"),
+            Job(f"prio_ring{ncpu}_{sched}", "weft", "weft_ring",
+                [(label, f"ring,n=8,threads=10000,vcores={ncpu}")],
+                args=["--n", "8", "--threads", "10000", "--rounds", str(PRIO_RING_ROUNDS)],
+                env={**env, "WEFT_VCORES": str(ncpu)}, label=label, bench="ring",
+                param_prefix="ring,", param_suffix=f",vcores={ncpu}", better="higher"),
+        ]
+    # ws and prio alternate job by job within a round (A B, A B): paired ratios
+    cost.sort(key=lambda j: (j.name.split("_")[1], j.name.endswith("_prio")))
+    size = "full" if full else "quick"
+    bparam = f"period={BOARD_PERIOD_MS}ms,work={BOARD_WORK_K}k"
+    bargs = ["--seconds", str(BOARD_SECONDS[size]), "--period-ms", str(BOARD_PERIOD_MS),
+             "--work-k", str(BOARD_WORK_K)]
+    board = [Job(f"board_{m}", "weft", "weft_board2", [(f"weft-probe-{m}", bparam)],
+                 args=["--mode", m] + bargs, cpus={0}, timeout_s=60)
+             for m in ("alone", "noboard", "board")]
+    return [
+        Section(
+            "priocost", "The prio scheduler's cost: prio against ws, every uthread at one level",
+            "the benchmark's own unit (ns per yield or spawn, lower is better; messages/s, "
+            "higher is better); the ratio is prio's time ÷ ws's (for the ring: ws's rate ÷ "
+            "prio's), the median of the per-round ratios", "lower",
+            "The yield, spawn and ring programs of the sections above, unchanged, run once "
+            "under WEFT_SCHED=ws and once under WEFT_SCHED=prio, back to back in every round, "
+            "every uthread at the default priority (one level). What prio adds on these "
+            "paths: reading the uthread's level, a find-first-set over its vcore's 64-bit "
+            "level bitmap, a ring of pointers per level that also keeps each queued "
+            "uthread's slot (so a priority change can take it out); with one vcore no lock "
+            "(ws needs none either); with several, its vcore's lock around each queue "
+            f"operation (ws: a CAS per pop). Ring: N = 8, 10 000 threads, "
+            f"{PRIO_RING_ROUNDS} rounds.",
+            f"yield and ring at one vcore: as their sections (one vcore, the process pinned to "
+            f"CPU 0). spawn and ring at {ncpu} vcores: no pinning, all vcores.",
+            cost, group=lambda impl, param: param),
+        Section(
+            "board", "The priority board: two processes, one CPU",
+            "ms by which the probe finished after it was due, p99 of each run (lower is "
+            "better); the other columns are medians over the runs", "lower",
+            f"Process A runs a latency probe: a uthread at priority 30 wakes every "
+            f"{BOARD_PERIOD_MS} ms on a fixed schedule (weft_sleep_until_ns), does "
+            f"{BOARD_WORK_K}k rounds of a mixing function (about 5 ms here) and records "
+            "how late it finished. Process B (forked by A before either starts weft) runs 2 "
+            "CPU-bound uthreads at priority -30 with a 1 ms preemption period. Both use the "
+            "prio scheduler on one vcore, on the same CPU. alone: A without B; noboard: A and "
+            "B, the kernel shares the CPU between them; board: both attached to one board "
+            "(WEFT_BOARD), B's vcore cedes the CPU while A has more urgent work ready (A's "
+            "publication also signals B's vcore, which cedes as soon as it next runs). "
+            "b_units_per_s: B's work while A ran (it must go on while A sleeps). "
+            f"{BOARD_SECONDS[size]} s of probes a run.",
+            "The driver pins the process (A and B, its child) to CPU 0 (`taskset -c 0`); "
+            "each has one vcore, on that CPU.",
+            board, group=lambda impl, param: param),
     ]
 
 

@@ -85,6 +85,30 @@ def synthetic() -> dict:
             "conns=100", details=[{"p50_ms": 0.8, "p99_ms": 1.1}] * 3),
     ]
     rows += stack_copy_rows()
+    # the prio scheduler: its cost (a paired ratio per round), the classes, the board
+    rows += [row("priocost", "weft-ws", "yield,threads=2", [10.0, 20.0, 10.0], "ns/yield",
+                 "lower", "yield,threads=2"),
+             row("priocost", "weft-prio", "yield,threads=2", [10.5, 21.0, 10.5], "ns/yield",
+                 "lower", "yield,threads=2"),
+             row("priocost", "weft-ws", "ring,n=8,threads=10000,vcores=1", [1e7, 1e7, 1e7],
+                 "msg/s", "higher", "ring"),
+             row("priocost", "weft-prio", "ring,n=8,threads=10000,vcores=1", [8e6, 8e6, 8e6],
+                 "msg/s", "higher", "ring")]
+    p99 = {8: [1.0 + k for k in range(8)], 4: [1.0, 2.0, 5.0, 4.0]}   # 4 classes: out of order
+    for c in (8, 4):
+        for k in range(c):
+            cdf = [0.5 + k * 0.1 * j / 20 for j in range(21)]
+            rows.append(row("priohttp", "weft-prio", f"classes={c},class={k}", [p99[c][k]] * 3,
+                            "ms", "lower", f"classes={c},class={k}",
+                            details=[{"p50_ms": 0.5, "cdf": cdf}] * 3))
+            rows.append(row("priohttp", "weft-prio-idle", f"classes={c},class={k}", [0.9] * 3,
+                            "ms", "lower", f"classes={c},class={k}"))
+        rows.append(row("priohttp", "weft-prio", f"classes={c},class=bulk", [80.0] * 3,
+                        "requests/s", "higher", f"classes={c},class=bulk"))
+    rows += [row("board", "weft-probe-alone", "period=20ms,work=1000k", [5.0] * 3, "ms", "lower",
+                 "b", details=[{"p50_ms": 4.7, "max_ms": 6.0, "b_units_per_s": 0}] * 3),
+             row("board", "weft-probe-board", "period=20ms,work=1000k", [6.0] * 3, "ms", "lower",
+                 "b", details=[{"p50_ms": 4.9, "max_ms": 9.0, "b_units_per_s": 10000}] * 3)]
     for k, (w, g) in {1: (7.4e6, 5.6e6), 2: (2.0e7, 1.0e7)}.items():
         rows += [row("scaling", "weft", f"ring-n8,k={k}", [w, w, w], "msg/s", "higher",
                      f"ring-n8,k={k}", **{"class": f"{k} CPUs"}),
@@ -107,6 +131,8 @@ def synthetic() -> dict:
         "http": meta("HTTP"),
         "idlemem": meta("Memory per idle thread", only={"10000000": ["weft-stackcopy"]}),
         "httpidle": meta("HTTP: 10,000 idle keep-alive connections", rounds=3),
+        "priocost": meta("The prio scheduler's cost"), "board": meta("The board"),
+        "priohttp": meta("Priority classes", servers={"weft-prio": "httpd -s prio"}, seconds=3),
     }
     sections["ring"]["quick_big"] = {"threads": 1000000, "rounds": 1}
     sections["ring"]["impls"].append({"label": "weft-stackcopy-2vcores", "class": "all CPUs",
@@ -238,6 +264,18 @@ def main() -> int:
     check(t["status"] == "met" and t["peer"] == "boost.fiber", f"yield target: {t}")
     t = tg["ring N=8, 10 000 threads, one CPU: weft ≥ 1.5× Go (GOMAXPROCS=1)"]
     check(t["status"] == "not met", f"ring target at 1.32x should be short: {t}")
+    t = tg["prio's cost, yield with 2 threads on one core: ≤ 1.1× ws's time"]
+    check(t["status"] == "met" and abs(t["ratio"] - 1 / 1.05) < 1e-9,
+          f"prio's yield cost (paired, 1.05x) should be met: {t}")
+    t = tg["prio's cost, ring N=8, 10 000 threads, one vcore: ≥ ws's rate ÷ 1.1"]
+    check(t["status"] == "not met" and abs(t["ratio"] - 0.8) < 1e-9,
+          f"prio's ring at 0.8x ws's rate should fall short: {t}")
+    t = tg["priority classes, 8 classes: p99 ordered by class (weft prio, full load)"]
+    check(t["status"] == "met", f"8 classes in order: {t}")
+    t = tg["priority classes, 4 classes: p99 ordered by class (weft prio, full load)"]
+    check(t["status"] == "not met" and t["out_of_order"] == [3], f"4 classes out of order: {t}")
+    t = tg["priority classes, 8 classes: the most urgent class's p99 under full load ≤ 2× its p99 on an idle server"]
+    check(t["status"] == "met", f"class 0 at 1.0 ms against 0.9 ms idle: {t}")
     with tempfile.TemporaryDirectory() as d:
         out = Path(d)
         text = report.render(data, Path("test.json"), out).read_text()
@@ -257,6 +295,8 @@ def main() -> int:
     check("K = 1" in text and "K = 2" in text and "speed-up 1 → 2" in text,
           "the scaling table lacks a K column")
     check_stack_copy(data, ls, tg, text)
+    check("| 0 (most urgent) |" in text and "| 1.05×" in text,
+          "the priority sections' tables (classes, cost) are missing")
     print("test_report: ok")
     return 0
 

@@ -111,7 +111,8 @@ static struct weft__heap *heap_for_start(void)
     if (vc)
         return &vc->heap;
     unsigned i = atomic_fetch_add_explicit(&start_rr, 1, memory_order_relaxed);
-    return &weft__rt.vcores[i % (unsigned)weft__rt.nvcores].heap;
+    int n = atomic_load_explicit(&weft__rt.nonline, memory_order_relaxed); /* online ones */
+    return &weft__rt.vcores[i % (unsigned)(n > 0 ? n : 1)].heap;
 }
 
 #define HEAP(a) ((struct weft__heap *_Atomic *)&(a)->heap)
@@ -159,7 +160,7 @@ static int arm(struct weft_alarm *a, int from)
     publish_min(h);
     weft__spin_unlock(&h->lock);
     if (earliest)
-        weft__vcore_wake_for_timer(d);
+        weft__vcore_heap_armed(WEFT__CONTAINER(h, struct weft__vcore, heap), d);
     return 0;
 }
 

@@ -84,7 +84,8 @@ int weft_vcore_notify(int vcore, unsigned type, uintptr_t payload)
             return EAGAIN;
     }
     int r = EINVAL;
-    if (vcore >= 0 && vcore < rt->nvcores && type >= WEFT_EV_USER && type < WEFT_EV_MAX &&
+    if (vcore >= 0 && vcore < atomic_load_explicit(&rt->nonline, memory_order_relaxed) &&
+        type >= WEFT_EV_USER && type < WEFT_EV_MAX &&
         atomic_load_explicit(&handlers[type].fn, memory_order_acquire)) {
         struct weft__vcore *vc = &rt->vcores[vcore];
         /* The queue is lock-free and allocates nothing: any context, signal
@@ -117,6 +118,29 @@ int weft_vcore_notify(int vcore, unsigned type, uintptr_t payload)
     if (outside)
         weft__outside_leave();
     return r;
+}
+
+void weft_vcore_preempt(int id)
+{
+    struct weft__runtime *rt = &weft__rt;
+    struct weft__vcore *me = weft__vc_at_entry();
+    if (!me && weft__outside_enter(WEFT__GATE_USE))
+        return;
+    if (id >= 0 && id < rt->nvcores) {
+        struct weft__vcore *vc = &rt->vcores[id];
+        weft__event_post_bits(vc, 1ull << WEFT__EV_RESCHED);
+        /* Our own vcore: the uthread's next safe point, switch or tick
+         * delivers it, or, from vcore context, notify_entry's check before
+         * the interrupted uthread resumes (or the decision being made). A
+         * parked or spinning vcore decides anyway when it has work. */
+        if (vc != me && weft_vcore_busy(id)) {
+            weft_sched_note_shared(1);
+            if (!atomic_exchange_explicit(&vc->notif_sent, true, memory_order_seq_cst))
+                weft__notif_signal(vc);
+        }
+    }
+    if (!me)
+        weft__outside_leave();
 }
 
 void weft_vcore_poke(int id)
@@ -305,9 +329,34 @@ void weft__events_handle(struct weft__vcore *vc)
     }
     if (bits & (1ull << WEFT__EV_SIGQ))
         n += weft__sigq_drain(vc, true);
+    /* A scheduler's weft_vcore_preempt(), maybe by a wake-up just above. */
+    if ((bits & (1ull << WEFT__EV_RESCHED)) ||
+        (atomic_load_explicit(&vc->ev_bits, memory_order_relaxed) & (1ull << WEFT__EV_RESCHED) &&
+         atomic_fetch_and(&vc->ev_bits, ~(1ull << WEFT__EV_RESCHED)) & (1ull << WEFT__EV_RESCHED))) {
+        vc->resched = true;
+        n++;
+    }
     atomic_store_explicit(&vc->st.events,
                           atomic_load_explicit(&vc->st.events, memory_order_relaxed) + n,
                           memory_order_relaxed);
+}
+
+void weft__resched_check(struct weft__vcore *vc, struct weft_uthread *ut, bool here)
+{
+    if (!vc->resched)
+        return;
+    vc->resched = false;
+    if (here) { /* resumed on the spot: its next safe point takes it */
+        weft__event_post_bits(vc, 1ull << WEFT__EV_RESCHED);
+        return;
+    }
+    if (atomic_load_explicit(&vc->online, memory_order_relaxed) != 1) {
+        vc->preempt_now = true; /* going offline (weft_vcores_release): ut moves on */
+        return;
+    }
+    int (*check)(struct weft_uthread *) = weft__rt.ops->should_preempt;
+    if (!check || check(ut))
+        vc->preempt_now = true;
 }
 
 /* ---- notifications on and off ------------------------------------------------------- */
@@ -379,7 +428,7 @@ int weft_stats(int vcore, struct weft_vcore_stats *out)
     bool outside = !weft__vc_at_entry();
     if (outside && weft__outside_enter(WEFT__GATE_USE))
         return EINVAL;
-    if (vcore < 0 || vcore >= rt->nvcores) {
+    if (vcore < 0 || vcore >= atomic_load_explicit(&rt->nonline, memory_order_relaxed)) {
         if (outside)
             weft__outside_leave();
         return EINVAL;

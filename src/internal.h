@@ -90,6 +90,23 @@ struct weft__wait_rec {
     int err;                         /* sleep: ENOMEM when the alarm could not be armed */
 };
 
+/* A uthread's priorities (uthread.c: weft_setprio; sync/mutex.c: priority
+ * inheritance). link.prio, what schedulers read, is the larger of base and
+ * the boosts; it changes only under lock, together with the op
+ * thread_prio_changed. */
+#define WEFT__BOOSTS 4
+struct weft__prio {
+    uint32_t lock;                   /* spinlock: everything below, link.prio */
+    int base;                        /* attr.prio / weft_setprio(); guarded by lock */
+    unsigned gen;                    /* weft__rt.gen at spawn: a boost's target is a
+                                        uthread of this runtime; fixed */
+    struct weft__boost {             /* inherited levels, by the mutex that gave them;
+                                        guarded by lock */
+        const void *m;               /* the mutex, or NULL for a free entry */
+        int level;
+    } boost[WEFT__BOOSTS];
+};
+
 /* A uthread. An ordinary one lives at the top of its own stack mapping (see
  * stack.c); a stack-copy one (WEFT_STACK_COPY) in a pool, running on a
  * vcore's run stack and copied out to a buffer while switched out
@@ -133,6 +150,7 @@ struct weft_uthread {
                                         under jlock, read atomically (its owner without it) */
     void *tls;                       /* WEFT_TLS=uthread: its thread pointer (tls.c); fixed
                                         at spawn */
+    struct weft__prio prio;          /* priorities (weft_setprio, inheritance); see below */
     /* stack: fixed while the uthread exists; see stack.c */
     char *map;                       /* start of the mapping (guard page, if any) */
     size_t map_size;                 /* whole mapping */
@@ -179,7 +197,7 @@ struct weft__heap {
 };
 
 
-enum weft__idle { WEFT__BUSY = 0, WEFT__SPINNING, WEFT__PARKING };
+enum weft__idle { WEFT__BUSY = 0, WEFT__SPINNING, WEFT__PARKING, WEFT__OFFLINE };
 
 #define WEFT__TRACE 16 /* decisions kept per vcore for weft_dump() */
 
@@ -200,6 +218,8 @@ struct weft__vcore {
                                         run from vcore context once the one that
                                         switched out is done with (weft__vcore_next) */
     struct weft__sc_vcore sc;        /* stack copying (stackcopy.h) */
+    bool yielding;                   /* weft_yield() asks take_local for a successor
+                                        (weft_vcore_yielder) */
     unsigned lone_yields;            /* yields that found nothing local, to pace steals */
     uint64_t id_next, id_end;        /* a block of uthread ids for spawns here */
     _Atomic int npinned;             /* live uthreads spawned WEFT_PINNED to this vcore:
@@ -232,6 +252,15 @@ struct weft__vcore {
                                         for the uthread being delivered */
     bool notif_here;                 /* weft_vcore_notify delivers to its own vcore: resume
                                         the caller here whatever is due; own thread only */
+    bool resched;                    /* handle_events saw WEFT__EV_RESCHED (a scheduler's
+                                        weft_vcore_preempt); vcore context only */
+    /* run-time vcore counts and cedes (vcore.c) */
+    _Atomic bool napping;            /* asleep outside the idle list (ceding, or offline):
+                                        own vcore writes; wakers read, then signal */
+    _Atomic int online;              /* 1 if it should be online, 0 offline; written
+                                        under rt.resize_lock */
+    _Atomic bool up;                 /* it is online (ops->vcore_up ran, vcore_down not
+                                        since); own vcore writes, releasers read */
     uint64_t preempt_for;            /* the nrun the pending preemption is meant for;
                                         written by the tick (this thread's handler) */
     uint64_t tick_nrun;              /* nrun at the last tick; handler only */
@@ -281,6 +310,9 @@ struct weft__vcore {
 /* ... and WEFT__EV_SIGQ: the vcore's sigq holds messages, or work a signal
  * handler left. */
 #define WEFT__EV_SIGQ 4u
+/* ... and WEFT__EV_RESCHED: weft_vcore_preempt() asks the vcore to
+ * reconsider the uthread it runs (ops->should_preempt). */
+#define WEFT__EV_RESCHED 5u
 
 
 /* ---- the runtime ------------------------------------------------------------- */
@@ -289,7 +321,17 @@ enum { WEFT__OFF = 0, WEFT__RUNNING_RT = 2, WEFT__STOPPING = 3 };
 
 struct weft__runtime {
     _Atomic int state;               /* WEFT__OFF / RUNNING_RT / STOPPING; written under init lock */
-    int nvcores;                     /* fixed while running */
+    int nvcores;                     /* vcores (threads) made; fixed while running. With a
+                                        scheduler that has vcore_up/down, one per CPU of the
+                                        mask, of which nonline are online */
+    _Atomic int nonline;             /* online vcores, ids 0..nonline-1; written under
+                                        resize_lock */
+    uint32_t resize_lock;            /* spinlock: nonline, vcore->online, pinned spawns'
+                                        check (weft_vcores_request/release) */
+    bool resizable;                  /* ops has vcore_up/down; fixed while running */
+    bool pi;                         /* ops has thread_prio_changed: weft mutexes inherit
+                                        priorities; fixed while running */
+    unsigned gen;                    /* bumped by every weft_init (struct weft__prio.gen) */
     int maxvcores;                   /* CPUs in the affinity mask; fixed */
     struct weft__vcore *vcores;      /* fixed while running */
     const struct weft_sched_ops *ops;/* fixed while running */
@@ -442,6 +484,11 @@ void weft__notif_forked(void);
 void weft__stack_forked(void);
 void weft__futex_forked(void);
 void weft__io_forked(void);
+void weft__board_forked(void);
+
+/* weft__board_attach_env(): WEFT_BOARD=<name> attaches at weft_init (board.c);
+ * a failure is reported on stderr, not returned. */
+void weft__board_attach_env(void);
 
 /* weft__keys_exit(ut) runs ut's key destructors and frees its values
  * (key.c): called by ut itself as it finishes, before it leaves its stack. */
@@ -512,6 +559,10 @@ void weft__vcore_chores(struct weft__vcore *vc);
 
 /* weft__vcore_wake_for_timer(deadline): a timer due at deadline was added. */
 void weft__vcore_wake_for_timer(uint64_t deadline);
+/* weft__vcore_heap_armed(owner, deadline): the earliest alarm of owner's heap
+ * is now due at deadline: wake whoever must run it (owner itself if it is
+ * offline, else as weft__vcore_wake_for_timer). */
+void weft__vcore_heap_armed(struct weft__vcore *owner, uint64_t deadline);
 
 /* weft__stack_leave() is what a switch does, after the save, for a uthread
  * without a guard page: its canary is checked (aborting with the overflow
@@ -576,8 +627,14 @@ static inline struct weft_uthread *weft__vcore_arrive(struct weft__vcore *vc)
 /* weft__events_handle() runs the handlers of everything posted to vc (vcore
  * context). Sets vc->preempt_now if a preemption is due for the uthread that
  * ran last here (nrun unchanged since the tick asked for it), or if a tick's
- * alarm or I/O event woke uthreads (they run first). */
+ * alarm or I/O event woke uthreads (they run first); sets vc->resched for a
+ * scheduler's weft_vcore_preempt(). */
 void weft__events_handle(struct weft__vcore *vc);
+/* weft__resched_check() is notify_entry's after weft__events_handle(): a
+ * scheduler asked to reconsider ut, the uthread interrupted here; ask
+ * ops->should_preempt and set vc->preempt_now. With here (the caller must
+ * resume on the spot) the request is left pending for ut's next safe point. */
+void weft__resched_check(struct weft__vcore *vc, struct weft_uthread *ut, bool here);
 /* weft__event_post_bits() posts weft's own payload-less events (a mask of
  * 1 << WEFT_EV_*) to vc without a lock: signal handlers use it. */
 static inline void weft__event_post_bits(struct weft__vcore *vc, uint64_t bits)
@@ -597,6 +654,10 @@ bool weft__yield_flags_wanted(void);
 void weft__notif_repoll(void);
 /* weft__notif_signal() interrupts vc's kernel thread (preempt.c). */
 void weft__notif_signal(struct weft__vcore *vc);
+/* weft__notif_signo() is the notification signal's number (the board tells
+ * other processes' vcores with it: from another process it means "look
+ * again", WEFT__EV_RESCHED). */
+int weft__notif_signo(void);
 /* weft__safe_point(): deliver what is pending for the calling uthread, if
  * it may be switched here (a public entry of weft that holds nothing). */
 void weft__safe_point_slow(struct weft__vcore *vc);
@@ -605,6 +666,15 @@ static inline void weft__safe_point(void)
     struct weft__vcore *vc = weft__vc_at_entry();
     if (WEFT__UNLIKELY(vc && atomic_load_explicit(&vc->ev_bits, memory_order_relaxed)))
         weft__safe_point_slow(vc);
+}
+/* weft__resched_point(): the end of a public call that made uthreads
+ * runnable and now holds nothing (not the async-signal-safe ones: a signal
+ * handler's call must not switch): under a scheduler with priorities
+ * (weft__rt.pi), its weft_vcore_preempt() of this vcore is taken here. */
+static inline void weft__resched_point(void)
+{
+    if (WEFT__UNLIKELY(weft__rt.pi))
+        weft__safe_point();
 }
 /* Process-wide set-up (weft_init / weft_shutdown) and per-vcore set-up on
  * the vcore's own thread (preempt.c); 0 or an errno value where one is returned. */
@@ -676,6 +746,15 @@ void weft__waiter_wake(struct weft__waiter *w);
 /* weft__waiter_wake_list() wakes a NULL-terminated list linked by next. */
 void weft__waiter_wake_list(struct weft__waiter *w);
 
+/* Priority inheritance (sync/mutex.c, under a scheduler with
+ * thread_prio_changed): weft__futex_wait_pi() is weft_futex_wait(addr, 2,
+ * deadline) for a contended mutex whose owner token is *owner; under the
+ * bucket lock it lends the caller's priority to the holder.
+ * weft__futex_unlock_pi() releases a contended mutex: stores 0 in *addr and
+ * wakes its most urgent sleeper, both under the bucket lock. */
+int weft__futex_wait_pi(uint32_t *addr, void *const *owner, uint64_t deadline_ns);
+void weft__futex_unlock_pi(uint32_t *addr);
+
 /* weft__futex_waiters() counts the sleepers on addr in the futex table. */
 int weft__futex_waiters(const uint32_t *addr);
 
@@ -686,8 +765,19 @@ static inline int weft__deadline_check(uint64_t d)
 }
 
 /* weft__self_token() identifies the caller for lock ownership: its uthread,
- * or a per-kernel-thread address. */
+ * or a per-kernel-thread address, which is odd (a uthread's is not). */
 void *weft__self_token(void);
+
+/* ---- priorities (uthread.c) ----------------------------------------------------- */
+
+/* weft__prio_boost() raises the live uthread t to at least level for as
+ * long as it holds mutex m (priority inheritance); weft__prio_unboost()
+ * drops what t inherited through m (t itself, after releasing m). The
+ * caller keeps t alive (it is m's holder: see mutex.c). Any context. */
+void weft__prio_boost(struct weft_uthread *t, const void *m, int level);
+void weft__prio_unboost(struct weft_uthread *t, const void *m);
+/* weft__prio_init() sets a new uthread's priorities (spawn). */
+void weft__prio_init(struct weft_uthread *t, int prio);
 
 /* ---- I/O hooks for the vcore loop (io/fd.c) ----------------------------------- */
 

@@ -334,6 +334,10 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
         tick(vc);
     else if (si->si_code == SI_QUEUE && si->si_pid == getpid())
         ticked(vc, (uintptr_t)si->si_value.sival_ptr);
+    else if (si->si_code == SI_TKILL && si->si_pid != getpid())
+        /* Another process on the priority board has more urgent work on
+         * this CPU now (board.c): let the scheduler reconsider. */
+        weft__event_post_bits(vc, 1ull << WEFT__EV_RESCHED);
     struct weft_uthread *ut = vc->current;
     uint64_t bits = atomic_load_explicit(&vc->ev_bits, memory_order_relaxed);
     if (!ut || !bits)
@@ -377,6 +381,11 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
 out:
     weft__crit_leave();
     errno = saved;
+}
+
+int weft__notif_signo(void)
+{
+    return notif_sig;
 }
 
 void weft__notif_signal(struct weft__vcore *vc)

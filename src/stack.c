@@ -143,15 +143,16 @@ static bool signal_frame_overflow(struct weft_uthread *t, siginfo_t *si, void *u
 /* canary_overflow(): an unguarded stack has nothing below it to fault in,
  * so a deep recursion writes into whatever lies below and faults wherever:
  * the interrupted stack pointer below the stack's bottom names it, or, when
- * what lies below faults at once, an access just below the bottom made
- * from a stack pointer still at it. */
+ * what lies below faults at once, a stack pointer at the bottom (a call or
+ * push that would store just below it faulted before moving sp) or an
+ * access just below the bottom made from a stack pointer near it. */
 static bool canary_overflow(struct weft_uthread *t, siginfo_t *si, void *uc)
 {
     uintptr_t sp = interrupted_sp(uc), lo = (uintptr_t)t->stack_lo;
     uintptr_t a = (uintptr_t)si->si_addr;
     if (!sp)
         return false;
-    if (sp < lo)
+    if (sp <= lo)
         return lo - sp <= (uintptr_t)16 * GUARD_MAX;
     return a < lo && lo - a <= GUARD_MAX && sp - lo < frame_room;
 }

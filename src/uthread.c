@@ -25,7 +25,8 @@
 
 #include "internal.h"
 
-static __thread char tls_token; /* identity of an outside kernel thread */
+static __thread uint16_t tls_token; /* identity of an outside kernel thread: its
+                                      address + 1, odd, never a uthread's */
 /* In a fork child: the uthread the caller was in the parent (its identity
  * for the locks it held), else NULL. */
 static __thread struct weft_uthread *tls_forked_from;
@@ -49,7 +50,7 @@ void *weft__self_token(void)
     struct weft_uthread *ut = current();
     if (ut)
         return ut;
-    return tls_forked_from ? (void *)tls_forked_from : (void *)&tls_token;
+    return tls_forked_from ? (void *)tls_forked_from : (void *)((char *)&tls_token + 1);
 }
 
 void weft__uthread_forked(struct weft_uthread *ut)
@@ -148,6 +149,14 @@ static _Noreturn void run_on(struct weft__vcore *vc, struct weft_uthread *t)
     weft__san_switch(NULL, &t->san, t->stack_lo, t->stack_size);
     weft__san_vcore_left(&vc->san);
     weft__ctx_restore(&t->ctx);
+}
+
+struct weft_uthread *weft_vcore_yielder(void)
+{
+    struct weft__vcore *vc = weft__vc_at_entry(); /* a scheduler op: nothing to go stale */
+    if (!vc)
+        return NULL;
+    return vc->current ? (vc->yielding ? vc->current : NULL) : vc->pending;
 }
 
 _Noreturn void weft_run_uthread(struct weft_uthread *t)
@@ -474,13 +483,16 @@ int weft_spawn(weft_t *out, const weft_attr_t *attr, void *(*fn)(void *), void *
     if (attr)
         a = *attr;
     if (!fn || (a.flags & ~KNOWN_FLAGS) || a.stack_size > ((size_t)1 << 30) ||
-        (!out && !(a.flags & WEFT_DETACHED)) ||
+        (!out && !(a.flags & WEFT_DETACHED)) || a.prio < WEFT_PRIO_MIN || a.prio > WEFT_PRIO_MAX ||
         (a.flags & (WEFT_STACK_COPY | WEFT_STACK_OWN)) == (WEFT_STACK_COPY | WEFT_STACK_OWN))
         return EINVAL;
     if (WEFT__UNLIKELY(weft__refused_here()))
         return EDEADLK; /* a signal handler that interrupted weft */
-    if (weft__vc_at_entry()) /* a uthread or vcore context: the runtime runs */
-        return spawn_on(out, &a, fn, arg);
+    if (weft__vc_at_entry()) { /* a uthread or vcore context: the runtime runs */
+        int r = spawn_on(out, &a, fn, arg);
+        weft__resched_point(); /* the child may be more urgent */
+        return r;
+    }
     int r = weft__outside_enter(WEFT__GATE_SPAWN);
     if (r)
         return r;
@@ -489,15 +501,28 @@ int weft_spawn(weft_t *out, const weft_attr_t *attr, void *(*fn)(void *), void *
     return r;
 }
 
+/* pinned_admit() counts a WEFT_PINNED spawn on vcore v, if v is online
+ * (weft_vcores_release takes a vcore offline only without pinned ones). */
+static bool pinned_admit(int v)
+{
+    struct weft__vcore *vc = &weft__rt.vcores[v];
+    weft__spin_lock(&weft__rt.resize_lock);
+    bool ok = atomic_load_explicit(&vc->online, memory_order_relaxed) == 1;
+    if (ok) /* its vcore stays responsive (vcore_idle) */
+        atomic_fetch_add_explicit(&vc->npinned, 1, memory_order_relaxed);
+    weft__spin_unlock(&weft__rt.resize_lock);
+    return ok;
+}
+
 /* spawn_on() is weft_spawn() once the arguments are checked and the runtime
  * is known to run until it returns. */
 static int spawn_on(weft_t *out, const weft_attr_t *ap, void *(*fn)(void *), void *arg)
 {
     weft_attr_t a = *ap;
     bool placed = a.flags & (WEFT_ON_VCORE | WEFT_PINNED);
-    if (placed && (a.vcore < 0 || a.vcore >= weft__rt.nvcores))
-        return EINVAL;
-
+    if (placed && (a.vcore < 0 || a.vcore >= atomic_load_explicit(&weft__rt.nonline,
+                                                                   memory_order_relaxed)))
+        return EINVAL; /* no such vcore online */
     size_t size = a.stack_size ? weft__stack_round(a.stack_size) : weft__rt.stack_size;
     /* Stack-copy: asked for, or the process default unless this one asks for
      * a stack of its own or for more than a run stack has. */
@@ -505,12 +530,18 @@ static int spawn_on(weft_t *out, const weft_attr_t *ap, void *(*fn)(void *), voi
                 (weft__sc_default && !(a.flags & WEFT_STACK_OWN) && size <= weft__sc_size);
     if (copy && size > weft__sc_size)
         return EINVAL;
+    if ((a.flags & WEFT_PINNED) && !pinned_admit(a.vcore))
+        return EINVAL; /* offline: it could never run */
+
     struct weft_uthread *t = copy ? weft__sc_uthread_alloc() : weft__uthread_alloc(size);
-    if (!t)
+    if (!t) {
+        if (a.flags & WEFT_PINNED)
+            atomic_fetch_sub_explicit(&weft__rt.vcores[a.vcore].npinned, 1, memory_order_relaxed);
         return EAGAIN;
+    }
     t->link.next = NULL;
     t->link.data = NULL;
-    t->link.prio = a.prio;
+    weft__prio_init(t, a.prio);
     t->link.vcore = placed ? a.vcore : -1;
     t->link.flags = a.flags;
     t->link.sched_flags = 0;
@@ -551,6 +582,8 @@ static int spawn_on(weft_t *out, const weft_attr_t *ap, void *(*fn)(void *), voi
         t->ctx.sp = NULL;
         if (WEFT__UNLIKELY(weft__tls_uthread) && !weft__tls_make_heap(t)) {
             weft__uthread_free(t); /* no stack of its own: its TLS area from the heap */
+            if (a.flags & WEFT_PINNED)
+                atomic_fetch_sub_explicit(&weft__rt.vcores[a.vcore].npinned, 1, memory_order_relaxed);
             return EAGAIN;
         }
         weft__san_stack_new(&t->san, NULL, 0);
@@ -563,8 +596,6 @@ static int spawn_on(weft_t *out, const weft_attr_t *ap, void *(*fn)(void *), voi
     }
     atomic_store_explicit(&t->state, WEFT__BLOCKED, memory_order_relaxed);
     atomic_fetch_add(WEFT__AT(&weft__rt.live), 1);
-    if (a.flags & WEFT_PINNED) /* its vcore stays responsive (vcore_idle) */
-        atomic_fetch_add_explicit(&weft__rt.vcores[a.vcore].npinned, 1, memory_order_relaxed);
     if (out)
         *out = t; /* before it can run: it may read the handle, or finish */
     weft_uthread_runnable(t);
@@ -733,12 +764,129 @@ const char *weft_name(weft_t t)
     return t && t->name[0] ? t->name : NULL;
 }
 
+/* ---- priorities ------------------------------------------------------------ */
+
+void weft__prio_init(struct weft_uthread *t, int prio)
+{
+    t->prio.lock = 0;
+    t->prio.base = prio;
+    t->prio.gen = weft__rt.gen;
+    for (int i = 0; i < WEFT__BOOSTS; i++)
+        t->prio.boost[i].m = NULL;
+    t->link.prio = prio; /* not yet published */
+}
+
+/* prio_apply() publishes t's effective priority, the larger of its base and
+ * its boosts, and tells the scheduler (t->prio.lock held, so changes of one
+ * uthread reach the scheduler one at a time). */
+static void prio_apply(struct weft_uthread *t)
+{
+    int eff = t->prio.base;
+    for (int i = 0; i < WEFT__BOOSTS; i++)
+        if (t->prio.boost[i].m && t->prio.boost[i].level > eff)
+            eff = t->prio.boost[i].level;
+    int old = __atomic_load_n(&t->link.prio, __ATOMIC_RELAXED);
+    if (eff == old)
+        return;
+    __atomic_store_n(&t->link.prio, eff, __ATOMIC_RELAXED);
+    void (*changed)(struct weft_uthread *, int) = weft__rt.ops ? weft__rt.ops->thread_prio_changed : NULL;
+    if (!changed)
+        return;
+    /* An application's op is preemptible code: hold notifications off
+     * around it, as for its other ops called from a uthread. */
+    struct weft__vcore *vc = weft__vc_at_entry();
+    struct weft_uthread *me = vc ? vc->current : NULL;
+    if (me && weft__rt.sched_foreign)
+        me->in_sched++;
+    changed(t, old);
+    if (me && weft__rt.sched_foreign)
+        me->in_sched--;
+}
+
+/* prio_change() runs fn(t, arg) under t's priority lock and applies the
+ * result, with the scheduler's op, while the runtime runs (from an outside
+ * thread, through the gate; with the runtime off only the fields change). */
+static void prio_change(struct weft_uthread *t, void (*fn)(struct weft_uthread *, const void *, int),
+                        const void *m, int level)
+{
+    bool outside = !weft__vc_at_entry();
+    bool running = outside ? weft__outside_enter(WEFT__GATE_USE) == 0
+                           : true; /* a uthread or vcore context: the runtime runs */
+    weft__spin_lock(&t->prio.lock);
+    fn(t, m, level);
+    if (running)
+        prio_apply(t);
+    else
+        __atomic_store_n(&t->link.prio, t->prio.base, __ATOMIC_RELAXED);
+    weft__spin_unlock(&t->prio.lock);
+    if (outside && running)
+        weft__outside_leave();
+}
+
+static void set_base(struct weft_uthread *t, const void *m, int level)
+{
+    (void)m;
+    t->prio.base = level;
+}
+
+static void add_boost(struct weft_uthread *t, const void *m, int level)
+{
+    struct weft__boost *b = t->prio.boost, *slot = NULL;
+    for (int i = 0; i < WEFT__BOOSTS; i++) {
+        if (b[i].m == m) {
+            if (level > b[i].level)
+                b[i].level = level;
+            return;
+        }
+        if (!slot || (slot->m && (!b[i].m || b[i].level < slot->level)))
+            slot = &b[i];
+    }
+    /* Full (more than WEFT__BOOSTS contended mutexes held): the weakest
+     * boost gives way to a stronger one. */
+    if (!slot->m || slot->level < level) {
+        slot->m = m;
+        slot->level = level;
+    }
+}
+
+static void drop_boost(struct weft_uthread *t, const void *m, int level)
+{
+    (void)level;
+    for (int i = 0; i < WEFT__BOOSTS; i++)
+        if (t->prio.boost[i].m == m)
+            t->prio.boost[i].m = NULL;
+}
+
+void weft__prio_boost(struct weft_uthread *t, const void *m, int level)
+{
+    prio_change(t, add_boost, m, level);
+}
+
+void weft__prio_unboost(struct weft_uthread *t, const void *m)
+{
+    prio_change(t, drop_boost, m, 0);
+}
+
 int weft_setprio(weft_t t, int prio)
 {
-    if (!t)
+    if (!t || prio < WEFT_PRIO_MIN || prio > WEFT_PRIO_MAX)
         return EINVAL;
-    t->link.prio = prio;
+    prio_change(t, set_base, NULL, prio);
+    /* A uthread that lowered itself below queued work (or raised another
+     * above it) gives way here, where it holds nothing: the scheduler's
+     * weft_vcore_preempt() is pending on this vcore. */
+    weft__safe_point(); /* under any scheduler: weft_setprio holds nothing here */
     return 0;
+}
+
+int weft_getprio(weft_t t)
+{
+    if (!t)
+        return 0;
+    weft__spin_lock(&t->prio.lock);
+    int p = t->prio.base;
+    weft__spin_unlock(&t->prio.lock);
+    return p;
 }
 
 /* ---- yield, park -------------------------------------------------------- */
@@ -791,7 +939,9 @@ void weft_yield(void)
     }
     if (WEFT__UNLIKELY(WEFT__CRIT_LOAD() || weft__on_altstack(vc)))
         return; /* a signal handler that interrupted weft, or on the signal stack */
+    vc->yielding = true; /* weft_vcore_yielder(), for take_local */
     struct weft_uthread *next = local_next(vc);
+    vc->yielding = false;
     if (next) {
         vc->cb = yield_cb;
         handoff(vc, ut, next, handoff_entry, weft__vcore_entry);
@@ -821,6 +971,7 @@ static void notify_entry(void *arg)
     vc->notif_here = false;
     vc->preempt_now = false;
     weft__events_handle(vc);
+    weft__resched_check(vc, ut, here);
     if (!vc->preempt_now || here)
         run_on(vc, ut);
     vc->preempt_now = false;

@@ -110,7 +110,15 @@
  * 1. A uthread is on at most one queue, and touched by another vcore only
  *    after its context is saved: weft_uthread_runnable() aborts otherwise.
  * 2. Per-vcore state is read through weft__vc(), never a cached TLS address.
- * 4. Vcore context blocks in the kernel only in vcore_sleep().
+ * 4. Vcore context blocks in the kernel only in vcore_sleep(), and in
+ *    vcore_nap(), which stands for it outside the idle list: a scheduler's
+ *    cede (bounded by its deadline, woken by events) and an offline vcore.
+ *
+ * Vcores at run time (weft_vcores_request/release, a scheduler with
+ * vcore_up/down): every CPU of the mask has a vcore thread from weft_init
+ * on; those beyond rt.nonline are offline (vcore_offline below): they nap
+ * off the idle list, so kicks never count on them, handle only their
+ * events and their own alarms, and take no uthreads.
  * 5. Spinning is bounded: weft__spin_ns, then park.
  */
 #define _GNU_SOURCE
@@ -244,7 +252,15 @@ int weft_vcore_id(void)
 int weft_num_vcores(void)
 {
     return atomic_load_explicit(&weft__rt.state, memory_order_acquire) == WEFT__RUNNING_RT
-               ? weft__rt.nvcores : 0;
+               ? atomic_load_explicit(&weft__rt.nonline, memory_order_relaxed) : 0;
+}
+
+int weft_vcore_cpu(int id)
+{
+    struct weft__runtime *rt = &weft__rt;
+    return atomic_load_explicit(&rt->state, memory_order_acquire) == WEFT__RUNNING_RT && id >= 0 &&
+                   id < rt->nvcores
+               ? rt->vcores[id].cpu : -1;
 }
 
 /* dump_line() formats one line into fd; async-signal-safe but for the
@@ -270,7 +286,7 @@ static void dump_line(int fd, const char *fmt, ...)
 void weft_dump(int fd)
 {
     struct weft__runtime *rt = &weft__rt;
-    static const char *const idle_names[] = { "busy", "spinning", "parking" };
+    static const char *const idle_names[] = { "busy", "spinning", "parking", "offline" };
     static const char *const kinds[] = { "?", "park", "woke", "kick", "wake", "busy" };
     if (atomic_load_explicit(&rt->state, memory_order_acquire) != WEFT__RUNNING_RT) {
         dump_line(fd, "weft: not running\n");
@@ -291,7 +307,7 @@ void weft_dump(int fd)
             memset(&st, 0, sizeof st);
         dump_line(fd, "  vcore %d: %s%s, decisions %llu, kicks sent %llu, parks %llu, events "
                       "pending %#llx, park word %u\n",
-                  i, idle >= 0 && idle < 3 ? idle_names[idle] : "?",
+                  i, idle >= 0 && idle < 4 ? idle_names[idle] : "?",
                   atomic_load_explicit(&vc->parked, memory_order_relaxed) ? " (on the idle list)" : "",
                   (unsigned long long)st.decisions, (unsigned long long)st.kicks,
                   (unsigned long long)st.parks,
@@ -369,11 +385,12 @@ uint32_t weft_sched_rand(void)
 
 /* ---- the scheduler registry ---------------------------------------------- */
 
-extern const struct weft_sched_ops weft__sched_ws, weft__sched_fifo;
+extern const struct weft_sched_ops weft__sched_ws, weft__sched_fifo, weft__sched_prio;
 
 #define MAX_SCHEDS 16
-static const struct weft_sched_ops *scheds[MAX_SCHEDS] = { &weft__sched_ws, &weft__sched_fifo };
-static int nscheds = 2;
+static const struct weft_sched_ops *scheds[MAX_SCHEDS] = { &weft__sched_ws, &weft__sched_fifo,
+                                                           &weft__sched_prio };
+static int nscheds = 3;
 
 int weft_sched_register(const struct weft_sched_ops *ops)
 {
@@ -744,8 +761,14 @@ void weft_vcore_wake(int id)
         return;
     struct weft__vcore *vc = &weft__rt.vcores[id];
     atomic_thread_fence(memory_order_seq_cst); /* partner: the fetch_sub in vcore_park */
-    if (!atomic_load_explicit(&vc->parked, memory_order_relaxed))
-        return; /* busy or spinning: it will look at its queue */
+    if (!atomic_load_explicit(&vc->parked, memory_order_relaxed)) {
+        /* Busy or spinning: it will look at its queue. Asleep outside the
+         * idle list (a cede, offline): its nap looks at park_word
+         * (partner: the fence in vcore_nap). */
+        if (atomic_load_explicit(&vc->napping, memory_order_relaxed))
+            vcore_signal(vc);
+        return;
+    }
     weft__spin_lock(&weft__rt.idle_lock);
     bool took = atomic_load_explicit(&vc->parked, memory_order_relaxed);
     if (took) {
@@ -764,7 +787,8 @@ void weft_vcore_wake(int id)
 void weft__vcore_wake_signal_safe(struct weft__vcore *vc)
 {
     atomic_thread_fence(memory_order_seq_cst); /* partner: the fence in vcore_park */
-    if (atomic_load_explicit(&vc->parked, memory_order_relaxed))
+    if (atomic_load_explicit(&vc->parked, memory_order_relaxed) ||
+        atomic_load_explicit(&vc->napping, memory_order_relaxed))
         vcore_signal_how(vc, true); /* it leaves the idle list itself */
 }
 
@@ -874,6 +898,17 @@ static void vcore_park(struct weft__vcore *vc)
         weft__timers_run_all(vc, vc->spin_until - weft__spin_ns);
 }
 
+void weft__vcore_heap_armed(struct weft__vcore *owner, uint64_t deadline)
+{
+    /* An offline vcore runs its own heap (vcore_offline): it naps until its
+     * earliest alarm, so an earlier one must wake it. */
+    atomic_thread_fence(memory_order_seq_cst); /* partner: the fence in vcore_nap */
+    if (!atomic_load_explicit(&owner->up, memory_order_relaxed) &&
+        atomic_load_explicit(&owner->napping, memory_order_relaxed))
+        vcore_signal(owner);
+    weft__vcore_wake_for_timer(deadline);
+}
+
 void weft__vcore_wake_for_timer(uint64_t deadline)
 {
     struct weft__runtime *rt = &weft__rt;
@@ -930,7 +965,8 @@ static WEFT__NOINLINE void vcore_idle(struct weft__vcore *vc)
          * it (a pinned uthread's partner answering), and a futex wake-up
          * costs more than the spin. */
         int spinning = atomic_load_explicit(&weft__rt.nspinning, memory_order_relaxed);
-        int awake = weft__rt.nvcores - atomic_load_explicit(&weft__rt.nparked, memory_order_relaxed);
+        int awake = atomic_load_explicit(&weft__rt.nonline, memory_order_relaxed) -
+                    atomic_load_explicit(&weft__rt.nparked, memory_order_relaxed);
         bool full = 2 * spinning < awake || atomic_load_explicit(&vc->npinned, memory_order_relaxed);
         set_idle(vc, WEFT__SPINNING);
         atomic_fetch_add(&weft__rt.nspinning, 1);
@@ -953,8 +989,14 @@ static WEFT__NOINLINE void vcore_idle(struct weft__vcore *vc)
 
 void weft__vcore_chores(struct weft__vcore *vc)
 {
-    if (atomic_load_explicit(&vc->ev_bits, memory_order_relaxed))
+    if (atomic_load_explicit(&vc->ev_bits, memory_order_relaxed)) {
         weft__events_handle(vc);
+        vc->resched = false; /* a decision follows anyway */
+        /* Told to go offline: keep every decision coming through vcore
+         * context (no direct hand-off) until weft__vcore_loop takes it. */
+        if (WEFT__UNLIKELY(atomic_load_explicit(&vc->online, memory_order_relaxed) != 1))
+            weft__event_post_bits(vc, 1ull << WEFT__EV_RESCHED);
+    }
     uint64_t next = atomic_load_explicit(&vc->heap.min, memory_order_acquire);
     bool poll = ((vc->decisions + 1) & 63) == 0 &&
                 atomic_load_explicit(&weft__io_nwaiting, memory_order_relaxed) > 0;
@@ -980,12 +1022,178 @@ _Noreturn void weft__vcore_restart(struct weft__vcore *vc)
     __builtin_unreachable();
 }
 
+/* ---- run-time vcore counts and cedes -------------------------------------------- */
+
+/* vcore_nap() sleeps on park_word outside the idle list until deadline, a
+ * weft_vcore_wake()/vcore_signal(), an event, or the runtime stopping.
+ * Dekker with the wakers (weft_vcore_wake, the signal-safe wake, an event's
+ * attention, weft__vcore_heap_armed): we publish napping, fence, then look;
+ * they post or queue, fence, then look at napping. True if an event is
+ * pending. */
+static bool vcore_nap(struct weft__vcore *vc, uint64_t deadline)
+{
+    struct weft__runtime *rt = &weft__rt;
+    weft__notif_sleeping(vc, true); /* no preemption ticks while asleep */
+    atomic_store_explicit(&vc->napping, true, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+    while (atomic_load_explicit(WEFT__AT(&vc->park_word), memory_order_acquire) == 0 &&
+           atomic_load_explicit(&vc->ev_bits, memory_order_relaxed) == 0 &&
+           atomic_load_explicit(&rt->state, memory_order_relaxed) == WEFT__RUNNING_RT)
+        if (weft__futex_wait(&vc->park_word, 0, deadline) == ETIMEDOUT)
+            break;
+    atomic_store_explicit(&vc->napping, false, memory_order_relaxed);
+    atomic_store_explicit(WEFT__AT(&vc->park_word), 0, memory_order_relaxed);
+    weft__notif_sleeping(vc, false);
+    return atomic_load_explicit(&vc->ev_bits, memory_order_relaxed) != 0;
+}
+
+int weft_vcore_cede(uint64_t deadline_ns)
+{
+    struct weft__vcore *vc = weft__vc();
+    if (!vc || vc->current || idle_of(vc) != WEFT__BUSY)
+        return 0; /* vcore context of a busy vcore only */
+    uint64_t now = weft__now_ns();
+    if (deadline_ns <= now)
+        return 0;
+    if (deadline_ns - now > 100000000u)
+        deadline_ns = now + 100000000u;
+    return vcore_nap(vc, deadline_ns);
+}
+
+/* vcore_offline() takes vc offline (its online word says 0) and keeps it
+ * there until it is wanted again or the runtime stops: the scheduler hands
+ * its uthreads away (vcore_down), then it naps, waking only to handle its
+ * events and run its own heap's alarms (its sleepers' wake-ups), whose
+ * uthreads the scheduler places on online vcores. Back online, vcore_up. */
+static WEFT__NOINLINE void vcore_offline(struct weft__vcore *vc)
+{
+    struct weft__runtime *rt = &weft__rt;
+    if (atomic_load_explicit(&vc->up, memory_order_relaxed)) {
+        if (idle_of(vc) == WEFT__SPINNING) /* woken from a park to go */
+            atomic_fetch_sub(&rt->nspinning, 1);
+        set_idle(vc, WEFT__OFFLINE);
+        rt->ops->vcore_down(vc->id);
+        atomic_store_explicit(&vc->up, false, memory_order_release); /* partner: release */
+    }
+    set_idle(vc, WEFT__OFFLINE);
+    while (atomic_load_explicit(&vc->online, memory_order_acquire) == 0 &&
+           atomic_load_explicit(&rt->state, memory_order_relaxed) == WEFT__RUNNING_RT) {
+        if (atomic_load_explicit(&vc->ev_bits, memory_order_relaxed)) {
+            weft__events_handle(vc);
+            vc->resched = false;
+        }
+        uint64_t next = atomic_load_explicit(&vc->heap.min, memory_order_acquire);
+        if (next <= weft__now_ns()) {
+            weft__timers_run(vc, weft__now_ns());
+            continue;
+        }
+        vcore_nap(vc, next);
+    }
+    set_idle(vc, WEFT__BUSY);
+    if (atomic_load_explicit(&rt->state, memory_order_relaxed) != WEFT__RUNNING_RT)
+        vcore_exit(vc);
+    vc->look_nrun = ~0ull; /* a fresh idle moment when it finds nothing */
+    rt->ops->vcore_up(vc->id);
+    atomic_store_explicit(&vc->up, true, memory_order_release);
+}
+
+/* resize_enter(): the gate and the checks both calls share; 0 or errno. */
+static int resize_enter(bool *outside)
+{
+    struct weft__vcore *vc = weft__vc_at_entry();
+    *outside = vc == NULL;
+    if (vc && !vc->current)
+        return EDEADLK; /* vcore context may not wait */
+    if (WEFT__UNLIKELY(weft__refused_here()))
+        return EDEADLK;
+    if (*outside && weft__outside_enter(WEFT__GATE_USE))
+        return EAGAIN;
+    if (!weft__rt.resizable) {
+        if (*outside)
+            weft__outside_leave();
+        return ENOTSUP;
+    }
+    return 0;
+}
+
+int weft_vcores_request(int n)
+{
+    struct weft__runtime *rt = &weft__rt;
+    bool outside;
+    int r = resize_enter(&outside);
+    if (r)
+        return r;
+    weft__spin_lock(&rt->resize_lock);
+    int cur = atomic_load_explicit(&rt->nonline, memory_order_relaxed);
+    if (n < 1 || n > rt->nvcores - cur) {
+        r = EINVAL;
+    } else {
+        for (int i = cur; i < cur + n; i++)
+            atomic_store_explicit(&rt->vcores[i].online, 1, memory_order_release);
+        atomic_store_explicit(&rt->nonline, cur + n, memory_order_relaxed);
+    }
+    weft__spin_unlock(&rt->resize_lock);
+    for (int i = cur; !r && i < cur + n; i++)
+        vcore_signal(&rt->vcores[i]); /* its nap looks at park_word, then at online */
+    if (outside)
+        weft__outside_leave();
+    return r;
+}
+
+int weft_vcores_release(int n)
+{
+    struct weft__runtime *rt = &weft__rt;
+    bool outside;
+    int r = resize_enter(&outside);
+    if (r)
+        return r;
+    weft__spin_lock(&rt->resize_lock);
+    int cur = atomic_load_explicit(&rt->nonline, memory_order_relaxed);
+    if (n < 1 || n >= cur)
+        r = EINVAL;
+    for (int i = cur - n; !r && i < cur; i++)
+        if (atomic_load_explicit(&rt->vcores[i].npinned, memory_order_relaxed))
+            r = EBUSY; /* its pinned uthreads could run nowhere else */
+    if (!r) {
+        for (int i = cur - n; i < cur; i++)
+            atomic_store_explicit(&rt->vcores[i].online, 0, memory_order_relaxed);
+        atomic_store_explicit(&rt->nonline, cur - n, memory_order_relaxed);
+    }
+    weft__spin_unlock(&rt->resize_lock);
+    if (!r) {
+        /* Each one notices at its next decision: a parked one is woken, a
+         * busy one interrupted (the uthread it runs is preempted: see
+         * weft__resched_check). Then wait until each is down, unless it is
+         * wanted again meanwhile. */
+        for (int i = cur - n; i < cur; i++) {
+            struct weft__vcore *vc = &rt->vcores[i];
+            weft__event_post_bits(vc, 1ull << WEFT__EV_RESCHED);
+            weft_vcore_wake(i);
+            if (vc != weft__vc_at_entry() && weft_vcore_busy(i) &&
+                !atomic_exchange_explicit(&vc->notif_sent, true, memory_order_seq_cst))
+                weft__notif_signal(vc); /* our own vcore: our wait below leaves it */
+        }
+        for (int i = cur - n; i < cur; i++) {
+            struct weft__vcore *vc = &rt->vcores[i];
+            while (atomic_load_explicit(&vc->up, memory_order_acquire) &&
+                   atomic_load_explicit(&vc->online, memory_order_relaxed) == 0)
+                weft_sleep_ns(20000); /* a uthread on vc moves on meanwhile */
+        }
+    }
+    if (outside)
+        weft__outside_leave();
+    return r;
+}
+
 _Noreturn void weft__vcore_loop(struct weft__vcore *vc)
 {
     const struct weft_sched_ops *ops = weft__rt.ops;
     for (;;) {
         if (weft__chores_due(vc))
             weft__vcore_chores(vc);
+        if (WEFT__UNLIKELY(!atomic_load_explicit(&vc->up, memory_order_relaxed) ||
+                           atomic_load_explicit(&vc->online, memory_order_relaxed) != 1))
+            vcore_offline(vc); /* or online (again) */
         vc->decisions++;
         ops->sched_entry(); /* returns only when there is nothing to run */
         vcore_idle(vc);
@@ -1076,39 +1284,54 @@ int weft_init(const struct weft_config *cfg)
     weft__spin_ns = spin >= 0 ? (uint64_t)spin : 50000;
 
     rt->maxvcores = maxv;
-    rt->nvcores = s.vcores;
+    rt->resizable = s.ops->vcore_up && s.ops->vcore_down;
+    rt->nvcores = rt->resizable ? maxv : s.vcores; /* resizable: a thread per CPU */
+    atomic_store(&rt->nonline, s.vcores);
+    rt->resize_lock = 0;
+    rt->pi = s.ops->thread_prio_changed != NULL;
+    rt->gen++;
     rt->stack_size = s.stack_size;
     weft__sc_size = s.stack_size > (2u << 20) ? s.stack_size : (2u << 20);
     weft__sc_default = s.stack_copy;
     rt->ops = s.ops;
-    rt->sched_foreign = s.ops != &weft__sched_ws && s.ops != &weft__sched_fifo;
+    rt->sched_foreign = s.ops != &weft__sched_ws && s.ops != &weft__sched_fifo &&
+                        s.ops != &weft__sched_prio;
     weft__sched_resolve(rt);
     rt->idle = NULL;
     atomic_store(&rt->nspinning, 0);
     atomic_store(&rt->nparked, 0);
     rt->timer_sleeper = -1;
     rt->timer_sleep_until = UINT64_MAX;
-    rt->vcores = aligned_alloc(WEFT__CACHELINE, sizeof *rt->vcores * (size_t)s.vcores);
+    int nv = rt->nvcores;
+    rt->vcores = aligned_alloc(WEFT__CACHELINE, sizeof *rt->vcores * (size_t)nv);
     if (!rt->vcores) {
         r = ENOMEM;
         goto fail_stack;
     }
-    memset(rt->vcores, 0, sizeof *rt->vcores * (size_t)s.vcores);
-    for (; setup < s.vcores; setup++) {
-        r = vcore_setup(&rt->vcores[setup], setup, cpus[setup]);
+    memset(rt->vcores, 0, sizeof *rt->vcores * (size_t)nv);
+    for (; setup < nv; setup++) {
+        struct weft__vcore *vc = &rt->vcores[setup];
+        r = vcore_setup(vc, setup, cpus[setup]);
         if (r) {
             setup++;
             goto fail_vcores;
         }
+        atomic_store(&vc->online, setup < s.vcores);
+        atomic_store(&vc->up, setup < s.vcores);
     }
+    weft__board_attach_env(); /* before init: a scheduler reads weft_board_attached() */
     if (rt->ops->init) {
-        r = rt->ops->init(s.vcores);
+        r = rt->ops->init(nv);
         if (r)
             goto fail_vcores;
     }
+    /* A resizable scheduler hears of each vcore online: from here for these
+     * first ones (no vcore runs yet), later on the vcore (vcore_offline). */
+    for (int i = 0; rt->resizable && i < s.vcores; i++)
+        rt->ops->vcore_up(i);
     /* Running before the threads start: they check the state in vcore_idle. */
     atomic_store_explicit(&rt->state, WEFT__RUNNING_RT, memory_order_release);
-    for (; started < s.vcores; started++) {
+    for (; started < nv; started++) {
         r = weft__sys.pthread_create(&rt->vcores[started].thread, NULL, vcore_thread, &rt->vcores[started]);
         if (r)
             goto fail_threads;
@@ -1164,6 +1387,8 @@ static void atfork_child(void)
         forked_vcores = rt->vcores; /* left mapped: the caller may be on a vcore's stack */
         rt->vcores = NULL;
         rt->nvcores = 0;
+        atomic_store_explicit(&rt->nonline, 0, memory_order_relaxed);
+        rt->resize_lock = 0;
         rt->idle = NULL;
         rt->idle_lock = 0;
         atomic_store_explicit(&rt->nspinning, 0, memory_order_relaxed);
@@ -1181,6 +1406,7 @@ static void atfork_child(void)
     }
     weft__futex_forked();
     weft__io_forked();
+    weft__board_forked();
 }
 
 __attribute__((constructor)) static void atfork_register(void)
@@ -1256,6 +1482,7 @@ void weft_shutdown(void)
     weft__stack_fini();
     weft__tls_fini();
     rt->nvcores = 0;
+    atomic_store(&rt->nonline, 0);
     atomic_store(&rt->closing, false);
     atomic_store(&rt->state, WEFT__OFF);
     weft__sys.pthread_mutex_unlock(&init_lock);

@@ -10,6 +10,7 @@ preempt.py   fairness and wake-up latency under load
 yieldpass.py the yield pass
 scaling.py   throughput against cores
 idlemem.py   memory per idle thread
+prio.py      the prio scheduler: its cost against ws, priority classes over HTTP, the board
 
 Each section module has render(data, rows, ctx) -> list of markdown lines,
 writing its plots through ctx.save (see common.Ctx).

@@ -64,6 +64,8 @@ def evaluate(data: dict, spec: dict | None = None) -> list[dict]:
     for t in spec.get("target", []):
         text = t["text"].replace("{NCPU}", ncpu)
         section, param, metric = t["section"], t.get("param"), t.get("metric")
+        if param is not None:
+            param = param.replace("{NCPU}", ncpu)
         w = best(matching(data, section, t["weft"].replace("{NCPU}", ncpu), param, metric))
         peers = [r for p in t["peers"]
                  for r in matching(data, section, p.replace("{NCPU}", ncpu), param, metric)]
@@ -72,12 +74,29 @@ def evaluate(data: dict, spec: dict | None = None) -> list[dict]:
             why = "no weft result" if not w else "no peer result"
             out.append({"target": text, "status": "cannot tell", "why": why})
             continue
-        ratio = 1 / paired_ratio(w, p) if t.get("paired") else better_ratio(w, p)
+        if t.get("paired"):   # the median of per-round ratios, turned "weft better above 1"
+            pr = paired_ratio(w, p)
+            ratio = 1 / pr if w["better"] == "lower" else pr
+        else:
+            ratio = better_ratio(w, p)
         out.append({"target": text, "status": "met" if ratio >= t["at_least"] else "not met",
                     "ratio": ratio, "bound": t["at_least"], "noisy": noisy(w, p),
                     "one_run": one_run(w, p),
                     "peer": p["impl"], "weft_median": w["median"], "peer_median": p["median"],
                     "unit": w["unit"], "source": t.get("source", "")})
+    for mono in spec.get("monotone", []):
+        rows = [next(iter(matching(data, mono["section"], mono["weft"],
+                                   f"{mono['param_prefix']}{k}")), None)
+                for k in range(mono["classes"])]
+        if not all(r and r["median"] for r in rows):
+            out.append({"target": mono["text"], "status": "cannot tell",
+                        "why": "a class has no weft result"})
+            continue
+        meds = [r["median"] for r in rows]
+        bad = [k for k in range(1, len(meds)) if meds[k] < meds[k - 1]]
+        out.append({"target": mono["text"], "status": "not met" if bad else "met",
+                    "order": meds, "out_of_order": bad, "noisy": noisy(*rows),
+                    "unit": rows[0]["unit"], "source": mono.get("source", "")})
     for lim in spec.get("limit", []):
         rows = matching(data, lim["section"], lim["weft"], lim.get("param"), lim.get("metric"))
         w = next((r for r in rows if r["median"] is not None), None)
@@ -123,6 +142,10 @@ def markdown(tgts: list[dict], spec: dict | None = None) -> list[str]:
             continue
         status = (f"{t['status']} (noisy ⚠)" if t["noisy"] else
                   f"{t['status']} (one run)" if t.get("one_run") else f"**{t['status']}**")
+        if "order" in t:
+            order = ", ".join(fmt_qty(v, t["unit"]) for v in t["order"])
+            md.append(f"| {t['target']} | {status} | by class: {order} | | — | {t['source']} |")
+            continue
         weft = limit_value(t) if "limit" in t else fmt_qty(t["weft_median"], t["unit"])
         if "limit" in t:
             md.append(f"| {t['target']} | {status} | {weft} (needs ≤ "
@@ -135,6 +158,7 @@ def markdown(tgts: list[dict], spec: dict | None = None) -> list[str]:
     if short:
         md += ["", "Where weft falls short: " + "; ".join(
             f"{t['target']} ({limit_value(t)})" if "limit" in t
+            else f"{t['target']} (classes out of order: {t['out_of_order']})" if "order" in t
             else f"{t['target']} ({sig3(t['ratio'])}×)" for t in short) + "."]
         whys = [w["text"] for w in spec.get("why_short", [])
                 if any(t["target"].startswith(w["prefix"]) for t in short)]

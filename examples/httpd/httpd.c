@@ -25,6 +25,13 @@
  * the root taken at start-up, each with O_NOFOLLOW: a symbolic link anywhere
  * under the root is never followed (403), and ".." cannot occur because the
  * parser has normalised the path (and refused one that climbs above "/").
+ *
+ * Priority classes (README.md, "Priority classes"): a path that starts with
+ * /class/<c>/ (c = 0, the most urgent, .. 7) is served as the rest of the
+ * path, and the connection's thread runs at class c's priority while it
+ * answers it (hio_class: under `-s prio` the prio scheduler honours it).
+ * With -C, /compute/<k> answers with the result of k thousand rounds of a
+ * 64-bit mixing function: CPU work, for the priority benchmark.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -65,7 +72,11 @@
 
 #define SERVER_NAME "weft-httpd (" HTTPD_FLAVOUR ")"
 
+#define HTTPD_CLASSES 8
+#define COMPUTE_MAX 1000000 /* /compute/<k>: k at most this */
+
 static int root_fd = -1; /* the document root, O_DIRECTORY; set once in main */
+static bool compute_on;  /* -C: /compute/<k> is served; set once in main */
 static uint64_t send_timeout_ns = SEND_TIMEOUT_NS; /* -t; set once in main */
 static atomic_long live_conns; /* connection threads running */
 
@@ -298,11 +309,65 @@ static int errno_status(int e)
     }
 }
 
+/* ---- priority classes and compute requests ------------------------------------- */
+
+/* take_class() strips a leading "/class/<c>/" (c a digit below HTTPD_CLASSES)
+ * from r->path and returns c; -1 (path unchanged) if there is none. */
+static int take_class(struct http_request *r)
+{
+    char *p = r->path;
+    if (strncmp(p, "/class/", 7) != 0 || p[7] < '0' || p[7] >= '0' + HTTPD_CLASSES ||
+        (p[8] != '/' && p[8] != '\0'))
+        return -1;
+    int cls = p[7] - '0';
+    if (p[8] == '\0')
+        strcpy(p, "/");
+    else
+        memmove(p, p + 8, strlen(p + 8) + 1);
+    return cls;
+}
+
+/* compute_mix() is the work of /compute/<k>: k thousand rounds of a 64-bit
+ * mixing step (splitmix64's finaliser) on a chain seeded with k. */
+static uint64_t compute_mix(unsigned long k)
+{
+    uint64_t h = k;
+    for (unsigned long i = 0; i < k * 1000; i++) {
+        h += 0x9e3779b97f4a7c15ull;
+        h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+        h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+        h ^= h >> 31;
+    }
+    return h;
+}
+
+/* compute() answers /compute/<k>: "compute <k> <16 hex digits>\n", or 404
+ * for a k that is not a number from 1 to COMPUTE_MAX. */
+static int compute(struct conn *c, const struct http_request *r, bool close)
+{
+    const char *s = r->path + 9;
+    char *end;
+    errno = 0;
+    unsigned long k = strtoul(s, &end, 10);
+    if (*s < '1' || *s > '9' || *end != '\0' || errno != 0 || k > COMPUTE_MAX)
+        return send_error(c, 404, r, close);
+    char body[64];
+    int n = snprintf(body, sizeof body, "compute %lu %016llx\n", k,
+                     (unsigned long long)compute_mix(k));
+    struct head h = { .status = 200, .ctype = "text/plain; charset=utf-8", .length = n,
+                      .mtime = -1 };
+    if (put_head(c, &h, r->version, close) < 0)
+        return -1;
+    return r->method == HTTP_METHOD_HEAD ? 0 : out_put(c, body, (size_t)n);
+}
+
 /* serve() answers one parsed GET or HEAD. *close may be set (5xx). Returns
  * -1 when the connection must be dropped (I/O failed, or a file shrank under
  * a Content-Length already promised). */
 static int serve(struct conn *c, const struct http_request *r, bool *close_after)
 {
+    if (compute_on && strncmp(r->path, "/compute/", 9) == 0)
+        return compute(c, r, *close_after);
     int status = 0;
     const char *ctype = NULL;
     struct stat st;
@@ -366,6 +431,7 @@ static void *conn_main(void *arg)
     struct conn *c = arg;
     uint64_t head_start = 0; /* when the pending request's first byte came; 0 = none */
     unsigned served = 0;
+    int cls = -1;            /* the priority class this thread runs at; -1 = default */
     hio_conn_setup(c->fd, send_timeout_ns);
 
     for (;;) {
@@ -382,6 +448,11 @@ static void *conn_main(void *arg)
             }
             c->in_start += c->req.head_len;
             head_start = 0;
+            int want = take_class(&c->req);
+            if (want != cls) {
+                hio_class(want);
+                cls = want;
+            }
 
             bool close_after = !c->req.keep_alive;
             if (serve(c, &c->req, &close_after) < 0)
@@ -494,13 +565,16 @@ static void *acceptor(void *arg)
 
 static void usage(FILE *f, int code)
 {
-    fprintf(f, "usage: httpd [-p port] [-r root] [-v vcores] [-t ms] [-c]\n"
+    fprintf(f, "usage: httpd [-p port] [-r root] [-v vcores] [-s sched] [-t ms] [-C] [-c]\n"
                "  -p port    TCP port on 127.0.0.1 (default 8080; 0 = any free port)\n"
                "  -r root    directory to serve (default: the www directory of the source)\n"
                "  -v vcores  weft vcores, 0 = all (default: WEFT_VCORES or all;\n"
                "             ignored by httpd-pthread)\n"
+               "  -s sched   weft scheduler: ws (default), fifo, prio (priority classes:\n"
+               "             /class/<0..7>/path, 0 most urgent); ignored by httpd-pthread\n"
                "  -t ms      abort a response the client takes no byte of for this long\n"
                "             (default 10000)\n"
+               "  -C         serve /compute/<k>: k thousand rounds of CPU work (1..1000000)\n"
                "  -c         connections are stack-copy uthreads (WEFT_STACK_COPY: a few\n"
                "             hundred bytes each while idle; ignored by httpd-pthread)\n");
     exit(code);
@@ -552,12 +626,12 @@ static void on_signal(int sig)
 int main(int argc, char **argv)
 {
     long port = 8080, vcores = 0;
-    const char *root = NULL;
+    const char *root = NULL, *sched = NULL;
     char rootbuf[PATH_MAX];
     int opt;
     long send_ms = (long)(SEND_TIMEOUT_NS / 1000000u);
     bool stack_copy = false;
-    while ((opt = getopt(argc, argv, "p:r:v:t:ch")) != -1) {
+    while ((opt = getopt(argc, argv, "p:r:v:s:t:Cch")) != -1) {
         switch (opt) {
         case 'p':
             if (!parse_long(optarg, 0, 65535, &port))
@@ -569,6 +643,12 @@ int main(int argc, char **argv)
         case 'v':
             if (!parse_long(optarg, 0, 65536, &vcores))
                 usage(stderr, 2);
+            break;
+        case 's':
+            sched = optarg;
+            break;
+        case 'C':
+            compute_on = true;
             break;
         case 't':
             if (!parse_long(optarg, 10, 3600000, &send_ms))
@@ -614,9 +694,10 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    int rc = hio_start((int)vcores, stack_copy);
+    int rc = hio_start((int)vcores, sched, stack_copy);
     if (rc != 0) {
-        fprintf(stderr, "httpd: starting the runtime (-v %ld): %s\n", vcores, strerror(rc));
+        fprintf(stderr, "httpd: starting the runtime (-v %ld%s%s): %s\n", vcores,
+                sched ? " -s " : "", sched ? sched : "", strerror(rc));
         return rc == EINVAL ? 2 : 1;
     }
     fprintf(stderr, "httpd (%s): serving %s\n", HTTPD_FLAVOUR, root);

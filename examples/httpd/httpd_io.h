@@ -11,8 +11,13 @@
  *
  * Everything else (parser, request handling, files) is the same code.
  *
- *   hio_start(vcores, copy)       start the runtime (0 = all vcores; copy: connections
- *                                 are stack-copy uthreads); errno value
+ *   hio_start(vcores, sched, copy)  start the runtime (0 = all vcores; sched: a
+ *                                 scheduler name, NULL = the default; copy:
+ *                                 connections are stack-copy uthreads); errno value
+ *   hio_class(cls)                run the calling connection at priority class
+ *                                 cls (0 most urgent .. HTTPD_CLASSES-1; -1 the
+ *                                 default priority): weft_setprio, which only
+ *                                 the prio scheduler honours
  *   hio_run(fn, arg)              run fn(arg) as the acceptor, return when it does
  *   hio_spawn(fn, arg)            start fn(arg) as a detached connection thread
  *   hio_conn_setup(fd, send_ns)   per-connection setup for the send timeout:
@@ -78,11 +83,17 @@ static inline uint64_t hio_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static inline int hio_start(int vcores, bool stack_copy)
+static inline int hio_start(int vcores, const char *sched, bool stack_copy)
 {
-    (void)vcores; /* -v and -c are accepted and ignored */
+    (void)vcores; /* -v, -s and -c are accepted and ignored */
+    (void)sched;
     (void)stack_copy;
     return 0;
+}
+
+static inline void hio_class(int cls)
+{
+    (void)cls; /* the kernel knows no classes */
 }
 
 static inline int hio_run(void *(*fn)(void *), void *arg)
@@ -206,11 +217,17 @@ static inline uint64_t hio_now_ns(void)
 
 static bool hio_stack_copy; /* -c: connections are stack-copy uthreads */
 
-static inline int hio_start(int vcores, bool stack_copy)
+static inline int hio_start(int vcores, const char *sched, bool stack_copy)
 {
-    struct weft_config cfg = { .vcores = vcores };
+    struct weft_config cfg = { .vcores = vcores, .sched = sched };
     hio_stack_copy = stack_copy;
     return weft_init(&cfg);
+}
+
+/* Priority class c runs at 28 - 8c: 28, 20, ..., -28; the default is 0. */
+static inline void hio_class(int cls)
+{
+    weft_setprio(weft_self(), cls < 0 ? 0 : 28 - 8 * cls);
 }
 
 static inline int hio_run(void *(*fn)(void *), void *arg)

@@ -3,8 +3,8 @@
  *
  * The runtime calls a scheduler through a `const struct weft_sched_ops`
  * table; the scheduler calls the runtime through the functions below. The
- * built-in schedulers (src/sched/ws.c, src/sched/fifo.c) use nothing else, so
- * an application's scheduler can do anything they do.
+ * built-in schedulers (src/sched/ws.c, src/sched/fifo.c, src/sched/prio.c)
+ * use nothing else, so an application's scheduler can do anything they do.
  *
  * Vocabulary. A *vcore* is a pinned kernel thread; *vcore context* is the
  * code it runs between uthreads, on its own stack, never interrupted by weft:
@@ -29,7 +29,11 @@ extern "C" {
 struct weft_sched_link {
     struct weft_uthread *next;   /* owned by the scheduler's queue */
     void *data;                  /* free for the scheduler */
-    int prio;                    /* set at spawn and by weft_setprio(); read-only here */
+    int prio;                    /* the runtime: the priority a scheduler should use,
+                                    WEFT_PRIO_MIN..WEFT_PRIO_MAX: set at spawn, by
+                                    weft_setprio() and by priority inheritance (the
+                                    larger of the two). May change at any moment:
+                                    read it with weft_uthread_prio(). Read-only here. */
     int vcore;                   /* runtime: vcore it last ran on, or the one asked
                                     for at spawn; -1 if neither. Read-only here. */
     unsigned flags;              /* runtime: the spawn flags (WEFT_PINNED...). Read-only. */
@@ -43,10 +47,23 @@ struct weft_sched_link {
                                     events, the poller) */
 };
 
+/* Priority levels: WEFT_PRIO_MIN (least urgent) .. WEFT_PRIO_MAX (most urgent),
+ * 0 the default (a zeroed weft_attr_t). */
+#define WEFT_PRIO_MIN (-32)
+#define WEFT_PRIO_MAX 31
+#define WEFT_PRIO_LEVELS 64
+
 /* weft_uthread_link() returns t's scheduler fields. */
 static inline struct weft_sched_link *weft_uthread_link(struct weft_uthread *t)
 {
     return (struct weft_sched_link *)(void *)t;
+}
+
+/* weft_uthread_prio() reads t's effective priority (link.prio), which another
+ * thread may be changing (weft_setprio, priority inheritance). Any context. */
+static inline int weft_uthread_prio(struct weft_uthread *t)
+{
+    return __atomic_load_n(&weft_uthread_link(t)->prio, __ATOMIC_RELAXED);
 }
 
 /* Why a uthread blocked, for thread_has_blocked(). */
@@ -97,6 +114,37 @@ struct weft_sched_ops {
      * example a thief asking it to make work stealable that only this
      * vcore could take). Vcore context of the poked vcore. */
     void (*poked)(void);
+    /* Optional: t's priority (link.prio) changed from old (weft_setprio(),
+     * or a weft mutex's priority inheritance). t may be running, queued by
+     * this scheduler, being queued by another thread this very moment, or
+     * blocked: a scheduler that orders its queues by priority moves it, and
+     * may weft_vcore_preempt() a vcore. Any context, also with weft's own
+     * locks held (a wait queue's): take only the scheduler's own locks, never
+     * block. Never called with t's priority changing concurrently: the
+     * runtime serialises changes of one uthread. */
+    void (*thread_prio_changed)(struct weft_uthread *t, int old);
+    /* Optional: weft_vcore_preempt() asked this vcore to reconsider running,
+     * the uthread it interrupted: return nonzero to preempt it (the runtime
+     * hands it to thread_paused and calls sched_entry), 0 to resume it.
+     * Vcore context of this vcore. Without this op such a request always
+     * preempts. */
+    int (*should_preempt)(struct weft_uthread *running);
+    /* Optional, both or neither: run-time vcore counts (weft_vcores_request,
+     * weft_vcores_release). A scheduler with them gets init(weft_max_vcores())
+     * (a thread for every CPU of the process's mask exists from weft_init on,
+     * ids 0..max-1), and vcores come and go online, always the lowest ids:
+     * vcore_up(id) runs before vcore id takes a uthread: for the first
+     * weft_num_vcores() by weft_init, after init and before any vcore
+     * runs; later (weft_vcores_request) on vcore id, in vcore context;
+     * vcore_down(id) runs on it in vcore context when it leaves, after the
+     * uthread it ran (if any) went to thread_paused: the scheduler hands
+     * every uthread queued there to online vcores. An offline vcore gets no
+     * sched_entry and no take_local, but may still call thread_runnable
+     * (its events and alarms may wake uthreads: place them on an online
+     * vcore) and poked. Without them those calls return ENOTSUP and
+     * init gets the vcore count. */
+    void (*vcore_up)(int id);
+    void (*vcore_down)(int id);
     /* Optional: give t back. t was made runnable on vcore (the caller's) and
      * its uthread now means to run t itself, at once (weft_join() of a
      * stack-copy uthread that has not started runs it inline, on the
@@ -116,11 +164,35 @@ int weft_sched_register(const struct weft_sched_ops *ops);
 /* weft_vcore_id() returns the calling vcore's id (0..weft_num_vcores()-1),
  * or -1 on a kernel thread that is not a vcore. */
 int weft_vcore_id(void);
-/* weft_num_vcores() returns the vcores running (0 before the runtime starts). */
+/* weft_num_vcores() returns the vcores running (0 before the runtime starts):
+ * ids 0..weft_num_vcores()-1. */
 int weft_num_vcores(void);
 /* weft_max_vcores() returns how many vcores the runtime may run: the CPUs in
  * the process's affinity mask. */
 int weft_max_vcores(void);
+
+/* weft_vcores_request() brings n more vcores online (the lowest offline ids,
+ * on CPUs of the process's affinity mask), parlib's vcore request: they
+ * start taking uthreads at once. Returns 0, EINVAL (n < 1, or more than the
+ * CPUs left: nothing changes), ENOTSUP (the scheduler has no vcore_up/down,
+ * like the default ws), EAGAIN (the runtime is not running), or EDEADLK (a
+ * signal handler that interrupted weft). Any context but vcore context. */
+int weft_vcores_request(int n);
+
+/* weft_vcores_release() takes the n highest-numbered vcores offline: each
+ * finishes the decision it is making, preempts the uthread it runs (it
+ * goes on elsewhere) and hands its queued uthreads to the others; their
+ * kernel threads sleep until requested again. Returns once they are
+ * offline: 0, EINVAL (n < 1, or it would leave no vcore online), EBUSY
+ * (one of them has WEFT_PINNED uthreads, which can run nowhere else:
+ * nothing changes), ENOTSUP, EAGAIN or EDEADLK as for weft_vcores_request.
+ * Any context but vcore context; a uthread may release its own vcore (it
+ * moves). */
+int weft_vcores_release(int n);
+
+/* weft_vcore_cpu() returns the CPU vcore id is pinned to, or -1 (no such
+ * vcore). */
+int weft_vcore_cpu(int id);
 
 /* weft_uthread_yield() saves the calling uthread, switches to vcore context
  * and calls cb(self, arg) there; only then may others touch self (queue it,
@@ -144,6 +216,14 @@ void weft_uthread_runnable(struct weft_uthread *t);
  * again only if sched_entry returns). Vcore context only; does not return. */
 _Noreturn void weft_run_uthread(struct weft_uthread *t);
 
+/* weft_vcore_yielder() returns the uthread that is yielding (weft_yield) on
+ * the calling vcore while take_local or sched_entry is asked for its
+ * successor, else NULL: it stays runnable (thread_paused takes it if another
+ * is picked; if take_local returns NULL or sched_entry returns, it runs on).
+ * A scheduler with priorities picks none less urgent than it. Scheduler
+ * ops only. */
+struct weft_uthread *weft_vcore_yielder(void);
+
 /* weft_vcore_kick() says work became runnable, preferably for vcore hint
  * (-1: any): if no vcore is spinning for work, wake one parked vcore (hint's
  * if it is parked). Cheap when nothing is parked. Any context. */
@@ -165,6 +245,32 @@ void weft_vcore_poke(int id);
  * resumed: unchanged over a while means it runs one uthread all along. A
  * hint; any context. */
 uint64_t weft_vcore_decisions(int id);
+
+/* weft_vcore_preempt() asks vcore id to reconsider the uthread it runs (a
+ * more urgent one became runnable for it): the runtime interrupts that
+ * uthread and asks ops->should_preempt. Another vcore is interrupted by a
+ * notification (if that uthread has notifications disabled: at its
+ * outermost weft_notifs_enable); the caller's own vcore, from a uthread, at
+ * the uthread's next safe point: the end of the weft call that made the
+ * other runnable if that call may switch (weft_mutex_unlock,
+ * weft_cond_signal/broadcast, weft_spawn, weft_setprio, weft_rwlock_unlock,
+ * weft_wg_done; not the async-signal-safe weft_unpark, weft_sem_post,
+ * weft_futex_wake), else its next switch or tick. From vcore context of id,
+ * a uthread interrupted there (a notification being handled) is
+ * reconsidered before it resumes. A vcore that is idle or deciding anyway
+ * just drops the request. Any context. */
+void weft_vcore_preempt(int id);
+
+/* weft_vcore_cede() is for sched_entry: this vcore sleeps in the kernel,
+ * leaving its CPU to other processes, until deadline_ns (CLOCK_MONOTONIC;
+ * at most 100 ms from now), until an event is posted to it (weft_vcore_poke,
+ * weft_vcore_notify, a preemption request) or weft_vcore_wake(id), or until
+ * the runtime stops. It is not counted idle meanwhile: kicks for other work
+ * do not wait for it. Returns 1 if it woke for an event (the scheduler
+ * should run something or return, so that the event is handled), else 0.
+ * The scheduler must have published whatever makes others wake it (poke it)
+ * before calling, and look at its queues again after. Vcore context only. */
+int weft_vcore_cede(uint64_t deadline_ns);
 
 /* weft_vcore_wake() wakes vcore id if it is parked, even when others spin:
  * for work only that vcore may run (a WEFT_PINNED uthread). Any context. */

@@ -37,15 +37,17 @@ extern "C" {
 
 /* Runtime configuration; a zero field means "default or environment".
  * Environment overrides for zero fields: WEFT_VCORES, WEFT_STACK_SIZE,
- * WEFT_PREEMPT_US, WEFT_SCHED, WEFT_STACK_COPY, WEFT_TLS. */
+ * WEFT_PREEMPT_US, WEFT_SCHED, WEFT_STACK_COPY, WEFT_TLS. (WEFT_BOARD:
+ * <weft/board.h>; WEFT_PRIO_AGING_MS: the prio scheduler, docs/ARCHITECTURE.md.) */
 struct weft_config {
     int vcores;          /* vcores to run, 1..weft_max_vcores(); 0 = all */
     size_t stack_size;   /* default uthread stack in bytes; 0 = 256 KiB */
     unsigned preempt_us; /* preemption period in us, 10..10000000; 0 = the
                             environment, else what weft_set_preempt_period()
                             last set, else cooperative (see <weft/event.h>) */
-    const char *sched;   /* scheduler name: "ws" (default), "fifo", or one
-                            registered with weft_sched_register() */
+    const char *sched;   /* scheduler name: "ws" (default), "fifo", "prio"
+                            (priorities, see weft_setprio), or one registered
+                            with weft_sched_register() */
     int stack_copy;      /* 1: every spawn is WEFT_STACK_COPY unless it asks for
                             WEFT_STACK_OWN or a stack larger than a run stack;
                             0 = the environment (WEFT_STACK_COPY=1), else off */
@@ -136,7 +138,9 @@ typedef struct {
                             code that runs on uthreads with
                             -fstack-clash-protection so that a frame larger
                             than the guard cannot step over it */
-    int prio;            /* priority for schedulers that use one */
+    int prio;            /* -32 (least urgent) .. 31 (most urgent), 0 default;
+                            out of range is EINVAL. Honoured by the prio
+                            scheduler (see weft_setprio) */
     unsigned flags;      /* WEFT_* flags below */
     int vcore;           /* vcore to start on, used with WEFT_ON_VCORE/WEFT_PINNED */
     const char *name;    /* optional name (copied, at most 31 chars kept) */
@@ -172,9 +176,10 @@ typedef struct {
 
 /* weft_spawn() creates a uthread running fn(arg) and stores its handle in
  * *out (out may be NULL for a detached thread). Returns 0, EINVAL (fn NULL,
- * unknown flag, vcore out of range, absurd stack size, joinable with out
- * NULL, WEFT_STACK_COPY with WEFT_STACK_OWN, a stack-copy uthread asking for
- * more than a run stack), EAGAIN/ENOMEM (no memory), or
+ * unknown flag, vcore out of range or, for WEFT_PINNED, offline, prio out of
+ * range, absurd stack size, joinable with out NULL, WEFT_STACK_COPY with
+ * WEFT_STACK_OWN, a stack-copy uthread asking for more than a run stack),
+ * EAGAIN/ENOMEM (no memory), or
  * ESHUTDOWN (called from a kernel thread that is not a vcore while
  * weft_shutdown() runs: it waits for the uthreads, and no new one may join
  * them from outside; once it has returned, a spawn starts the runtime again),
@@ -221,8 +226,16 @@ int weft_park(void);
  * Async-signal-safe (see "Signal handlers" above). */
 int weft_unpark(weft_t t);
 
-/* weft_setprio() records t's priority for the scheduler (the prio scheduler
- * uses it; ws and fifo ignore it). Returns 0, or EINVAL if t is NULL. */
+/* weft_setprio() sets t's priority, -32 (WEFT_PRIO_MIN, least urgent) to 31
+ * (WEFT_PRIO_MAX, most urgent); 0 is the default. The prio scheduler
+ * (WEFT_SCHED=prio) runs more urgent uthreads first and moves t if it is
+ * queued; ws and fifo ignore priorities. A uthread boosted by priority
+ * inheritance (a more urgent one waits for a weft mutex it holds) keeps the
+ * boost until it releases its mutexes; the new value applies then. t may be
+ * the caller (a uthread that lowers itself below a queued one gives way at
+ * once under prio), running elsewhere, queued or blocked; it must not have
+ * been joined. Returns 0, or EINVAL (t NULL, prio out of range: nothing
+ * changes). Not async-signal-safe. */
 int weft_setprio(weft_t t, int prio);
 
 /* ---- thread keys ----------------------------------------------------------- */
@@ -250,10 +263,15 @@ void *weft_key_getspecific(weft_key_t key);
  * (key does not exist) or ENOMEM. */
 int weft_key_setspecific(weft_key_t key, const void *value);
 
+/* weft_getprio() returns t's priority as last set (attr.prio at spawn or
+ * weft_setprio), without any inheritance boost; 0 for NULL. */
+int weft_getprio(weft_t t);
+
 #ifdef __cplusplus
 }
 #endif
 
+#include <weft/board.h>
 #include <weft/event.h>
 #include <weft/io.h>
 #include <weft/sched.h>

@@ -50,5 +50,7 @@ int weft_barrier_wait(weft_barrier_t *b)
             weft_futex_wait(&b->phase, ph, WEFT_FOREVER);
     }
     atomic_fetch_sub_explicit(WEFT__AT(&b->inside), 1, memory_order_release); /* last touch */
+    if (r == WEFT_BARRIER_SERIAL)
+        weft__resched_point();
     return r;
 }

@@ -60,6 +60,7 @@ static int bump_and_wake(weft_cond_t *c, int n)
     uint32_t *seq = &c->seq;
     atomic_fetch_add_explicit(WEFT__AT(seq), 1, memory_order_release);
     weft_futex_wake(seq, n);
+    weft__resched_point();
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include "internal.h"
 
 #define NBUCKETS 256
+#define PI_SCAN 64 /* sleepers a priority-inheriting unlock compares */
 
 static struct bucket {
     struct weft__waitq q;   /* waiters of every address hashing here */
@@ -102,6 +103,73 @@ int weft__futex_wake_now(uint32_t *addr, int n)
     weft__spin_unlock(&b->q.lock);
     weft__waiter_wake_list(wake);
     return woken;
+}
+
+/* ---- priority inheritance for weft mutexes (sync/mutex.c) ------------------------- */
+
+int weft__futex_wait_pi(uint32_t *addr, void *const *owner, uint64_t deadline_ns)
+{
+    if (WEFT__UNLIKELY(weft__refused_here()))
+        return EDEADLK;
+    struct weft__vcore *vc = weft__vc_at_entry(); /* nothing below switches before the wait */
+    struct weft_uthread *me = vc ? vc->current : NULL;
+    weft__sc_check(addr, "a mutex waited on");
+    struct bucket *b = bucket_of(addr);
+    weft__spin_lock(&b->q.lock);
+    if (atomic_load_explicit(WEFT__AT(addr), memory_order_acquire) != 2) {
+        weft__spin_unlock(&b->q.lock);
+        return EAGAIN;
+    }
+    if (deadline_ns != WEFT_FOREVER && weft__now_ns() >= deadline_ns) {
+        weft__spin_unlock(&b->q.lock);
+        return ETIMEDOUT;
+    }
+    /* The mutex is held and contended, and we hold its bucket: its holder
+     * cannot release it (a contended unlock takes this lock, see mutex.c),
+     * so the owner word names the live holder, or NULL if it has not
+     * written it yet. Lend it our priority if it is a less urgent uthread
+     * of this runtime (an outside thread's token is odd). */
+    void *o = __atomic_load_n(owner, __ATOMIC_ACQUIRE); /* partner: mutex.c took() */
+    if (me && o && o != me && !((uintptr_t)o & 1)) {
+        struct weft_uthread *h = o;
+        int mine = weft_uthread_prio(me);
+        if (h->prio.gen == weft__rt.gen && weft_uthread_prio(h) < mine)
+            weft__prio_boost(h, owner, mine);
+    }
+    struct weft__waiter local, *w = weft__waiter_mine(&local);
+    w->data = (uintptr_t)addr;
+    weft__waitq_push(&b->q, w);
+    return weft__wait(&b->q.lock, &b->q, w, deadline_ns, WEFT_BLOCK_SYNC);
+}
+
+void weft__futex_unlock_pi(uint32_t *addr)
+{
+    struct bucket *b = bucket_of(addr);
+    struct weft__waiter *best = NULL;
+    int best_prio = 0;
+    weft__spin_lock(&b->q.lock);
+    atomic_store_explicit(WEFT__AT(addr), 0, memory_order_release); /* last touch of the mutex */
+    /* The most urgent of the first PI_SCAN sleepers (the oldest of those),
+     * a kernel thread counting as the default priority: a bound, or an
+     * unlock with thousands asleep walks them all, every time. */
+    int seen = 0;
+    for (struct weft__waiter *w = b->q.head; w && seen < PI_SCAN; w = w->next) {
+        if (w->data != (uintptr_t)addr)
+            continue;
+        seen++;
+        int p = w->ut ? weft_uthread_prio(w->ut) : 0;
+        if (!best || p > best_prio) {
+            best = w;
+            best_prio = p;
+        }
+    }
+    if (best) {
+        weft__waitq_remove(&b->q, best);
+        best->status = 0;
+    }
+    weft__spin_unlock(&b->q.lock);
+    if (best)
+        weft__waiter_wake(best);
 }
 
 int weft__futex_waiters(const uint32_t *addr)

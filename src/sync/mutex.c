@@ -9,6 +9,21 @@
  * after the swap it never touches the mutex again, so the next owner may
  * destroy and free it at once. A woken sleeper competes again (no hand-off:
  * a hand-off convoys every critical section behind a wake-up).
+ *
+ * Priority inheritance, when the scheduler orders by priority (it has
+ * thread_prio_changed: weft__rt.pi). A sleeper lends its priority to the
+ * holder (weft__prio_boost) before it sleeps, and the holder gives back what
+ * it got through this mutex right after releasing it (weft__prio_unboost),
+ * then meets a safe point (the sleeper it woke may be more urgent). The
+ * holder must be alive while it is boosted: the sleeper boosts under the
+ * futex bucket lock, with the word still 2, and a contended unlock then
+ * releases under that same lock (weft__futex_unlock_pi: the uncontended one
+ * is a CAS 1 -> 0, which fails once the word is 2), so the holder cannot
+ * finish unlocking meanwhile. Unlock wakes the most urgent of the 64
+ * oldest sleepers (a bound: thousands asleep are not walked each time). The
+ * boost covers the holder only, not a chain (the holder waiting in turn for
+ * another mutex does not pass it on), and lasts until that mutex is
+ * released, also when the lender gave up (a timed lock).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -69,7 +84,9 @@ static int relock(weft_mutex_t *m, void *me)
 
 static int took(weft_mutex_t *m, void *me)
 {
-    __atomic_store_n(&m->owner, me, __ATOMIC_RELAXED);
+    /* release: a lender that reads it (weft__futex_wait_pi, acquire) may read
+     * the owner's uthread (its priorities) */
+    __atomic_store_n(&m->owner, me, __ATOMIC_RELEASE);
     m->depth = 1;
     return 0;
 }
@@ -117,8 +134,10 @@ static int lock_slow(weft_mutex_t *m, void *me, uint64_t deadline)
      * between a wake-up and our next try. */
     atomic_fetch_add_explicit(WEFT__AT(&m->contenders), 1, memory_order_relaxed);
     r = 0;
+    bool pi = weft__rt.pi;
     while (atomic_exchange_explicit(STATE(m), 2, memory_order_acquire) != 0)
-        if ((r = weft_futex_wait(&m->state, 2, deadline)) == ETIMEDOUT || r == ENOMEM) {
+        if ((r = pi ? weft__futex_wait_pi(&m->state, &m->owner, deadline)
+                    : weft_futex_wait(&m->state, 2, deadline)) == ETIMEDOUT || r == ENOMEM) {
             break; /* ENOMEM: no timer for the deadline */
         } else {
             r = 0;
@@ -153,6 +172,18 @@ int weft_mutex_unlock(weft_mutex_t *m)
         return 0;
     __atomic_store_n(&m->owner, NULL, __ATOMIC_RELAXED);
     uint32_t *word = &m->state;
+    if (weft__rt.pi) {
+        uint32_t one = 1;
+        if (atomic_compare_exchange_strong_explicit(WEFT__AT(word), &one, 0, memory_order_release,
+                                                    memory_order_relaxed))
+            return 0;
+        weft__futex_unlock_pi(word); /* contended: see the top of this file */
+        struct weft__vcore *vc = weft__vc_at_entry();
+        if (vc && vc->current)
+            weft__prio_unboost(vc->current, &m->owner); /* m may be gone: only its address */
+        weft__resched_point(); /* the sleeper woken may be more urgent than we are now */
+        return 0;
+    }
     if (atomic_exchange_explicit(WEFT__AT(word), 0, memory_order_release) == 2)
         weft_futex_wake(word, 1); /* by address: m itself may be gone already */
     return 0;

@@ -58,8 +58,10 @@ int weft_wg_add(weft_wg_t *wg, int delta)
             next = WG_GEN(old) + 1u; /* count 0, next generation (wraps in 32 bits) */
     } while (!atomic_compare_exchange_weak_explicit(WG_STATE(wg), &old, next, memory_order_acq_rel,
                                                     memory_order_relaxed));
-    if (count == 0 && WG_COUNT(old) != 0)
+    if (count == 0 && WG_COUNT(old) != 0) {
         weft_futex_wake(WG_GEN_WORD(wg), INT_MAX); /* by address only */
+        weft__resched_point();
+    }
     return 0;
 }
 

@@ -133,5 +133,7 @@ int weft_rwlock_unlock(weft_rwlock_t *l)
     }
     weft__spin_unlock(&l->rq.lock);
     weft__waiter_wake_list(wake);
+    if (wake)
+        weft__resched_point();
     return 0;
 }
