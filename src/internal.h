@@ -218,6 +218,8 @@ struct weft__vcore {
                                         run from vcore context once the one that
                                         switched out is done with (weft__vcore_next) */
     struct weft__sc_vcore sc;        /* stack copying (stackcopy.h) */
+    int live_credit;                 /* uthreads counted in rt.live ahead, not yet spawned
+                                        (uthread.c: live_inc, weft__live_return) */
     bool yielding;                   /* weft_yield() asks take_local for a successor
                                         (weft_vcore_yielder) */
     unsigned lone_yields;            /* yields that found nothing local, to pace steals */
@@ -507,6 +509,10 @@ _Noreturn void weft__vcore_loop(struct weft__vcore *vc);
  * stack, for vcore context deep in a call chain that cannot return (a
  * uthread it was about to run went elsewhere: stackcopy.c). */
 _Noreturn void weft__vcore_restart(struct weft__vcore *vc);
+
+/* weft__live_return(vc, n): vc gives back n of the live count it holds
+ * (uthread.c); every idle moment gives back all of it. */
+void weft__live_return(struct weft__vcore *vc, int n);
 
 /* weft__shutdown_waiting(on): weft_shutdown() waits for rt.live to reach 0. */
 void weft__shutdown_waiting(bool on);

@@ -395,10 +395,45 @@ void weft_uthread_blocked(struct weft_uthread *t, int why)
 /* ---- life and death ------------------------------------------------------- */
 
 
+/* The count of live uthreads (rt.live, which weft_shutdown waits to see at
+ * 0) is kept without a run-wide RMW per spawn and per exit: a vcore takes
+ * LIVE_BATCH at a time (vc->live_credit) and spends one per spawn; an exit
+ * there gives one back to it; it returns what it holds when it holds too
+ * much and whenever it goes idle (weft__live_return). rt.live is therefore
+ * never below the number of uthreads alive, and reaches 0 once every one
+ * has finished and every vcore has gone idle. Outside threads count one at
+ * a time. */
+#define LIVE_BATCH 64
+
+void weft__live_return(struct weft__vcore *vc, int n)
+{
+    vc->live_credit -= n;
+    if (atomic_fetch_sub(WEFT__AT(&weft__rt.live), (uint32_t)n) == (uint32_t)n &&
+        atomic_load(&shutdown_waiting))
+        weft__futex_wake(&weft__rt.live, INT_MAX);
+}
+
+/* live_inc(): a uthread is spawned, by vc (NULL: an outside thread). */
+static void live_inc(struct weft__vcore *vc)
+{
+    if (!vc) {
+        atomic_fetch_add(WEFT__AT(&weft__rt.live), 1);
+        return;
+    }
+    if (WEFT__UNLIKELY(vc->live_credit == 0)) {
+        atomic_fetch_add(WEFT__AT(&weft__rt.live), LIVE_BATCH);
+        vc->live_credit = LIVE_BATCH;
+        weft__stat_add(&vc->st.shared_rmw, 1);
+    }
+    vc->live_credit--;
+}
+
+/* live_dec(): a uthread finished, its exit completing on this vcore. */
 static void live_dec(void)
 {
-    if (atomic_fetch_sub(WEFT__AT(&weft__rt.live), 1) == 1 && atomic_load(&shutdown_waiting))
-        weft__futex_wake(&weft__rt.live, INT_MAX);
+    struct weft__vcore *vc = weft__vc();
+    if (WEFT__UNLIKELY(++vc->live_credit > 2 * LIVE_BATCH))
+        weft__live_return(vc, LIVE_BATCH);
 }
 
 void weft__shutdown_waiting(bool on)
@@ -595,7 +630,7 @@ static int spawn_on(weft_t *out, const weft_attr_t *ap, void *(*fn)(void *), voi
         weft__ctx_make(&t->ctx, top, uthread_start, t);
     }
     atomic_store_explicit(&t->state, WEFT__BLOCKED, memory_order_relaxed);
-    atomic_fetch_add(WEFT__AT(&weft__rt.live), 1);
+    live_inc(vc);
     if (out)
         *out = t; /* before it can run: it may read the handle, or finish */
     weft_uthread_runnable(t);

@@ -931,6 +931,8 @@ static WEFT__NOINLINE void vcore_idle(struct weft__vcore *vc)
 {
     if (vc->sc.held)
         weft__sc_release(vc); /* stack-copy protocol, step 4 (stackcopy.c) */
+    if (vc->live_credit)
+        weft__live_return(vc, vc->live_credit); /* weft_shutdown may be waiting for 0 */
     if (atomic_load_explicit(&weft__rt.state, memory_order_relaxed) != WEFT__RUNNING_RT) {
         if (idle_of(vc) == WEFT__SPINNING)
             atomic_fetch_sub(&weft__rt.nspinning, 1);
