@@ -1077,6 +1077,8 @@ static WEFT__NOINLINE void vcore_offline(struct weft__vcore *vc)
         rt->ops->vcore_down(vc->id);
         atomic_store_explicit(&vc->up, false, memory_order_release); /* partner: release */
     }
+    if (vc->live_credit) /* it spawns nothing now; weft_shutdown may wait for 0 */
+        weft__live_return(vc, vc->live_credit);
     set_idle(vc, WEFT__OFFLINE);
     while (atomic_load_explicit(&vc->online, memory_order_acquire) == 0 &&
            atomic_load_explicit(&rt->state, memory_order_relaxed) == WEFT__RUNNING_RT) {
@@ -1458,7 +1460,7 @@ void weft_shutdown(void)
     atomic_store(&rt->closing, true);
     while (atomic_load(&rt->outside_calls))
         weft__sys.sched_yield(); /* admitted calls are short: no blocking inside */
-    weft__shutdown_waiting(true); /* partner: live_dec() in uthread.c */
+    weft__shutdown_waiting(true); /* partner: weft__live_return() in uthread.c */
     for (;;) { /* wait for every uthread to finish */
         uint32_t live = atomic_load(WEFT__AT(&rt->live));
         if (!live)
