@@ -44,7 +44,7 @@
  * itself (and --wrap would rename them): it uses syscall(SYS_...) instead. */
 
 /* weft__panic() prints "weft: <message>" and aborts: impossible states only. */
-_Noreturn void weft__panic(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+WEFT__EXPORT _Noreturn void weft__panic(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- uthreads ---------------------------------------------------------- */
 
@@ -363,6 +363,10 @@ struct weft__runtime {
 
 extern struct weft__runtime weft__rt;
 
+/* weft__stack_default() is rt.stack_size, the default stack size, or 0
+ * before weft_init (stack.c; for the pthread layer's attributes). */
+WEFT__EXPORT size_t weft__stack_default(void);
+
 /* weft__vc() returns the calling kernel thread's vcore, or NULL. Never
  * inlined and never cached by the compiler: a uthread may resume on another
  * vcore after any switch (invariant 2). */
@@ -584,7 +588,7 @@ void weft__stack_leave(struct weft__vcore *vc, struct weft_uthread *t);
 extern bool weft__tls_uthread;       /* fixed while the runtime runs */
 /* weft__tls_default_uthread: the mode when neither weft_config.tls nor
  * WEFT_TLS says (the pthread layer sets it: threads expect their own TLS). */
-extern bool weft__tls_default_uthread;
+WEFT__EXPORT extern bool weft__tls_default_uthread;
 int weft__tls_init(void);            /* 0, or ENOTSUP (said on stderr) / ENOMEM */
 void weft__tls_fini(void);
 void weft__tls_vcore_start(struct weft__vcore *vc);
@@ -772,7 +776,7 @@ static inline int weft__deadline_check(uint64_t d)
 
 /* weft__self_token() identifies the caller for lock ownership: its uthread,
  * or a per-kernel-thread address, which is odd (a uthread's is not). */
-void *weft__self_token(void);
+WEFT__EXPORT void *weft__self_token(void);
 
 /* ---- priorities (uthread.c) ----------------------------------------------------- */
 

@@ -62,6 +62,11 @@ static _Atomic bool budget_warned;
 static struct sigaction old_segv;
 static bool segv_installed;
 
+size_t weft__stack_default(void)
+{
+    return weft__rt.stack_size;
+}
+
 size_t weft__stack_round(size_t size)
 {
     if (size < MIN_STACK)

@@ -24,6 +24,9 @@
 #ifndef WEFT_WEFT_H
 #define WEFT_WEFT_H
 
+/* The library is built with hidden symbols; what this header declares is its API. */
+#pragma GCC visibility push(default)
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -277,5 +280,7 @@ int weft_getprio(weft_t t);
 #include <weft/sched.h>
 #include <weft/sync.h>
 #include <weft/time.h>
+
+#pragma GCC visibility pop
 
 #endif /* WEFT_WEFT_H */
