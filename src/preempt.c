@@ -340,8 +340,25 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
         weft__event_post_bits(vc, 1ull << WEFT__EV_RESCHED);
     struct weft_uthread *ut = vc->current;
     uint64_t bits = atomic_load_explicit(&vc->ev_bits, memory_order_relaxed);
-    if (!ut || !bits)
-        goto out; /* vcore context handles events at its next decision */
+    if (!bits) {
+        /* Signalled for events a decision took meanwhile (it cleared
+         * notif_sent before taking them; the poster set it again after):
+         * clear it, or the next post would count on a signal never sent.
+         * Then look once more, for a post that saw it still set. */
+        atomic_store_explicit(&vc->notif_sent, false, memory_order_seq_cst);
+        bits = atomic_load_explicit(&vc->ev_bits, memory_order_seq_cst);
+        if (!bits)
+            goto out;
+    }
+    if (!ut) {
+        /* Vcore context handles events at its next decision, unless it has
+         * looked already and is about to run a uthread, which may run on
+         * without deciding: notif_sent stays set until the events are
+         * handled, so no other signal would come. Look again soon. */
+        if (!vc->retry_pending && atomic_load_explicit(&vc->has_timers, memory_order_relaxed))
+            retry_later(vc);
+        goto out;
+    }
 #ifdef WEFT_TSAN
     bool safe = false; /* TSan runs us late, from inside its runtime: see event.h */
     (void)pc_safe;
