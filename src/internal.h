@@ -20,6 +20,7 @@
 #include <weft/time.h>
 
 #include "arch/ctx.h"
+#include "config.h"
 #include "sys.h"
 #include "san.h"
 #include "spin.h"

@@ -649,15 +649,12 @@ unsigned weft_preempt_period(void)
  * qemu-user cannot deliver a guest's SIGRTMAX-1 on aarch64). */
 static int signal_number(void)
 {
-    const char *s = getenv("WEFT_NOTIF_SIGNAL");
-    if (s && *s) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (!*end && v >= SIGRTMIN && v <= SIGRTMAX)
-            return (int)v;
-        fprintf(stderr, "weft: ignoring WEFT_NOTIF_SIGNAL=%s (not a real-time signal %d..%d)\n",
-                s, SIGRTMIN, SIGRTMAX);
-    }
+    long long v = weft__cfg_num(WEFT__CFG_NOTIF_SIGNAL, 0);
+    if (v >= SIGRTMIN && v <= SIGRTMAX)
+        return (int)v;
+    if (v)
+        fprintf(stderr, "weft: ignoring WEFT_NOTIF_SIGNAL=%lld (not a real-time signal %d..%d)\n",
+                v, SIGRTMIN, SIGRTMAX);
     return SIGRTMAX - 2;
 }
 
@@ -679,10 +676,8 @@ int weft__notif_init(unsigned preempt_us)
                         "set WEFT_NOTIF_SIGNAL to a free real-time signal\n", notif_sig);
         return EBUSY;
     }
-    const char *tk = getenv("WEFT_PREEMPT_TICKER");
-    ticker_for_all = tk && strcmp(tk, "1") == 0;
-    const char *ps = getenv("WEFT_PREEMPT_SIGNALS");
-    preempt_signals = !(ps && strcmp(ps, "0") == 0);
+    ticker_for_all = weft__cfg_num(WEFT__CFG_PREEMPT_TICKER, 0) == 1;
+    preempt_signals = weft__cfg_num(WEFT__CFG_PREEMPT_SIGNALS, 1) == 1;
     find_ranges();
     if (sigaction(notif_sig, &sa, NULL) != 0)
         return EINVAL;

@@ -420,22 +420,6 @@ static const struct weft_sched_ops *sched_find(const char *name)
 
 /* ---- configuration --------------------------------------------------------- */
 
-/* env_num() reads a non-negative integer variable; -1 if unset, -2 if bad. */
-static long long env_num(const char *name)
-{
-    const char *s = getenv(name);
-    if (!s || !*s)
-        return -1;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || *end || v < 0) {
-        fprintf(stderr, "weft: ignoring %s=%s (not a non-negative integer)\n", name, s);
-        return -2;
-    }
-    return v;
-}
-
 struct settings {
     int vcores;
     size_t stack_size;
@@ -459,7 +443,7 @@ static int settings_from(const struct weft_config *cfg, int maxv, struct setting
 
     s->vcores = c.vcores;
     if (!s->vcores) {
-        long long v = env_num("WEFT_VCORES");
+        long long v = weft__cfg_num(WEFT__CFG_VCORES, 0);
         if (v > maxv) {
             fprintf(stderr, "weft: WEFT_VCORES=%lld is above the %d CPUs we may use; using %d\n",
                     v, maxv, maxv);
@@ -468,22 +452,15 @@ static int settings_from(const struct weft_config *cfg, int maxv, struct setting
         s->vcores = v > 0 ? (int)v : maxv;
     }
     size_t ss = c.stack_size;
-    if (!ss) {
-        long long v = env_num("WEFT_STACK_SIZE");
-        if (v > (1ll << 30)) {
-            fprintf(stderr, "weft: ignoring WEFT_STACK_SIZE=%lld (above 1 GiB)\n", v);
-            v = -1;
-        }
-        ss = v > 0 ? (size_t)v : 256 * 1024;
-    }
+    if (!ss)
+        ss = (size_t)weft__cfg_num(WEFT__CFG_STACK_SIZE, 0);
+    if (!ss)
+        ss = 256 * 1024;
     s->stack_size = weft__stack_round(ss);
     s->preempt_us = c.preempt_us;
     if (!s->preempt_us) {
-        long long v = env_num("WEFT_PREEMPT_US");
-        if (v > 10000000) {
-            fprintf(stderr, "weft: ignoring WEFT_PREEMPT_US=%lld (above 10 s)\n", v);
-            v = -1;
-        } else if (v > 0 && v < 10) {
+        long long v = weft__cfg_num(WEFT__CFG_PREEMPT_US, -1);
+        if (v > 0 && v < 10) {
             fprintf(stderr, "weft: WEFT_PREEMPT_US=%lld is below 10 us; using 10\n", v);
             v = 10;
         }
@@ -492,17 +469,11 @@ static int settings_from(const struct weft_config *cfg, int maxv, struct setting
         return EINVAL;
     }
     s->stack_copy = c.stack_copy == 1;
-    if (!c.stack_copy) {
-        long long v = env_num("WEFT_STACK_COPY");
-        if (v > 1) {
-            fprintf(stderr, "weft: ignoring WEFT_STACK_COPY=%lld (0 or 1)\n", v);
-            v = -1;
-        }
-        s->stack_copy = v == 1;
-    }
+    if (!c.stack_copy)
+        s->stack_copy = weft__cfg_num(WEFT__CFG_STACK_COPY, 0) == 1;
     const char *name = c.sched;
     if (!name || !*name)
-        name = getenv("WEFT_SCHED");
+        name = weft__cfg_str(WEFT__CFG_SCHED);
     if (!name || !*name)
         name = "ws";
     s->ops = sched_find(name);
@@ -515,12 +486,10 @@ static int settings_from(const struct weft_config *cfg, int maxv, struct setting
     s->tls_uthread = c.tls == WEFT_TLS_UTHREAD;
     s->tls_asked = c.tls != 0;
     if (!c.tls) {
-        const char *t = getenv("WEFT_TLS");
-        if (t && (strcmp(t, "uthread") == 0 || strcmp(t, "shared") == 0)) {
+        const char *t = weft__cfg_str(WEFT__CFG_TLS); /* shared or uthread */
+        if (t) {
             s->tls_uthread = strcmp(t, "uthread") == 0;
             s->tls_asked = true;
-        } else if (t && *t) {
-            fprintf(stderr, "weft: ignoring WEFT_TLS=%s (shared, uthread)\n", t);
         }
         if (!s->tls_asked)
             s->tls_uthread = weft__tls_default_uthread;
@@ -1268,6 +1237,7 @@ int weft_init(const struct weft_config *cfg)
         r = EBUSY;
         goto out;
     }
+    weft__cfg_load(); /* every WEFT_* variable, once (config.c) */
     r = settings_from(cfg, maxv, &s);
     if (r)
         goto out;
@@ -1284,8 +1254,7 @@ int weft_init(const struct weft_config *cfg)
     r = weft__stack_init();
     if (r)
         goto out;
-    long long spin = env_num("WEFT_SPIN_NS");
-    weft__spin_ns = spin >= 0 ? (uint64_t)spin : 50000;
+    weft__spin_ns = (uint64_t)weft__cfg_num(WEFT__CFG_SPIN_NS, 50000);
 
     rt->maxvcores = maxv;
     rt->resizable = s.ops->vcore_up && s.ops->vcore_down;
