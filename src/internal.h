@@ -351,9 +351,11 @@ struct weft__runtime {
     _Atomic int nparked;             /* vcores on the idle list */
     uint32_t idle_lock;              /* spinlock: idle list, vcore->parked */
     struct weft__vcore *idle;        /* parked vcores, LIFO */
-    int timer_sleeper;               /* vcore sleeping until the timer deadline, or -1;
-                                        guarded by idle_lock */
-    uint64_t timer_sleep_until;      /* the deadline it sleeps for; guarded by idle_lock */
+    int duty_vcore;                  /* the parked vcore with the alarm and poller duty
+                                        (it sleeps until the nearest alarm, in the
+                                        poller once I/O is in use), or -1; guarded
+                                        by idle_lock */
+    uint64_t duty_until;             /* the deadline it sleeps for; guarded by idle_lock */
     _Alignas(WEFT__CACHELINE) uint32_t live; /* atomic: uthreads not yet finished; futex for shutdown */
     _Atomic uint64_t next_id;        /* uthread ids */
     _Atomic unsigned spawn_rr;       /* round robin for spawns from outside */
@@ -530,9 +532,9 @@ void weft__vcore_entry(void *vc);
  * chose that stack-copy successor (uthread.c), else schedules. */
 _Noreturn void weft__vcore_next(struct weft__vcore *vc);
 
-/* weft__vcore_busy(): the vcore is about to run a uthread (leaves idle state). */
+/* weft__vcore_leave_idle(): the vcore is about to run a uthread (leaves idle state). */
 void weft__vcore_became_busy(struct weft__vcore *vc);
-static inline void weft__vcore_busy(struct weft__vcore *vc)
+static inline void weft__vcore_leave_idle(struct weft__vcore *vc)
 {
     if (WEFT__UNLIKELY(atomic_load_explicit(&vc->idle, memory_order_relaxed) != WEFT__BUSY))
         weft__vcore_became_busy(vc);
@@ -568,11 +570,13 @@ static inline void weft__stat_add(_Atomic uint64_t *c, uint64_t n)
  * the paced poll. */
 void weft__vcore_chores(struct weft__vcore *vc);
 
-/* weft__vcore_wake_for_timer(deadline): a timer due at deadline was added. */
-void weft__vcore_wake_for_timer(uint64_t deadline);
+/* weft__vcore_duty_wake(deadline): an alarm due at deadline was added (0: a
+ * poller started): wake the duty holder if it sleeps for longer, or a parked
+ * vcore to take the duty if nobody holds it. */
+void weft__vcore_duty_wake(uint64_t deadline);
 /* weft__vcore_heap_armed(owner, deadline): the earliest alarm of owner's heap
  * is now due at deadline: wake whoever must run it (owner itself if it is
- * offline, else as weft__vcore_wake_for_timer). */
+ * offline, else as weft__vcore_duty_wake). */
 void weft__vcore_heap_armed(struct weft__vcore *owner, uint64_t deadline);
 
 /* weft__stack_leave() is what a switch does, after the save, for a uthread

@@ -302,9 +302,9 @@ static void retry_later(struct weft__vcore *vc)
     timer_settime((timer_t)vc->rtimer, 0, &its, NULL);
 }
 
-/* ticked(): the ticker thread saw nrun == seen on vc for a whole period
+/* from_ticker(): the ticker thread saw nrun == seen on vc for a whole period
  * (preempt) or found an alarm due (handler, on vc's thread). */
-static void ticked(struct weft__vcore *vc, uintptr_t v)
+static void from_ticker(struct weft__vcore *vc, uintptr_t v)
 {
     uint64_t seen = v >> 1;
     if ((v & 1) && vc->current && atomic_load_explicit(&vc->nrun, memory_order_relaxed) == seen) {
@@ -333,7 +333,7 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
     if (si->si_code == SI_TIMER && si->si_value.sival_int == SIGV_TICK)
         tick(vc);
     else if (si->si_code == SI_QUEUE && si->si_pid == getpid())
-        ticked(vc, (uintptr_t)si->si_value.sival_ptr);
+        from_ticker(vc, (uintptr_t)si->si_value.sival_ptr);
     else if (si->si_code == SI_TKILL && si->si_pid != getpid())
         /* Another process on the priority board has more urgent work on
          * this CPU now (board.c): let the scheduler reconsider. */

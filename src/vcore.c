@@ -100,7 +100,7 @@
  *   4. Work only one vcore may run (a WEFT_PINNED uthread, a uthread placed
  *      in its inbox) uses weft_vcore_wake(id), which wakes that vcore even
  *      if others spin.
- * One parked vcore at a time holds the duty (rt.timer_sleeper): it sleeps
+ * One parked vcore at a time holds the duty (rt.duty_vcore): it sleeps
  * until the nearest alarm deadline of all heaps, in the poller once any
  * descriptor is in use. A new alarm due earlier wakes it, or wakes a parked
  * vcore to take the duty if nobody has it. Busy vcores run their own due
@@ -138,7 +138,7 @@
 
 #include "internal.h"
 
-struct weft__runtime weft__rt = { .timer_sleeper = -1 };
+struct weft__runtime weft__rt = { .duty_vcore = -1 };
 uint64_t weft__spin_ns = 50000;
 #define LOOK_ROUNDS 16 /* idle rounds a busy vcore looks for work before it counts as spinning */
 
@@ -216,7 +216,7 @@ void weft_dump(int fd)
               rt->nvcores, rt->ops->name, atomic_load(WEFT__AT(&rt->live)),
               atomic_load_explicit(&rt->nspinning, memory_order_relaxed),
               atomic_load_explicit(&rt->nparked, memory_order_relaxed),
-              __atomic_load_n(&rt->timer_sleeper, __ATOMIC_RELAXED));
+              __atomic_load_n(&rt->duty_vcore, __ATOMIC_RELAXED));
     for (int i = 0; i < rt->nvcores; i++) {
         struct weft__vcore *vc = &rt->vcores[i];
         int idle = atomic_load_explicit(&vc->idle, memory_order_relaxed);
@@ -729,18 +729,18 @@ static void vcore_park(struct weft__vcore *vc)
 
     /* Timer and poller duty: the sleeper and the deadline it sleeps for
      * change together under idle_lock, and the deadline published is exactly
-     * the one we sleep for (partner: weft__vcore_wake_for_timer). Once any
+     * the one we sleep for (partner: weft__vcore_duty_wake). Once any
      * descriptor is in use the duty is always taken: its holder sleeps in
      * the poller. */
     uint64_t deadline = UINT64_MAX;
     bool duty = false;
     weft__spin_lock(&rt->idle_lock);
-    if (rt->timer_sleeper < 0) {
+    if (rt->duty_vcore < 0) {
         deadline = weft__timers_next();
         if (deadline != UINT64_MAX || weft__io_active()) {
             duty = true;
-            rt->timer_sleeper = vc->id;
-            rt->timer_sleep_until = deadline;
+            rt->duty_vcore = vc->id;
+            rt->duty_until = deadline;
         }
     }
     weft__spin_unlock(&rt->idle_lock);
@@ -754,9 +754,9 @@ static void vcore_park(struct weft__vcore *vc)
     weft__notif_sleeping(vc, false);
     struct weft__vcore *heir = NULL; /* who takes over the duty */
     weft__spin_lock(&rt->idle_lock);
-    if (rt->timer_sleeper == vc->id) {
-        rt->timer_sleeper = -1;
-        rt->timer_sleep_until = UINT64_MAX;
+    if (rt->duty_vcore == vc->id) {
+        rt->duty_vcore = -1;
+        rt->duty_until = UINT64_MAX;
         /* Kicked awake for work while timers or I/O wait: hand the duty on,
          * or they would wait for our next scheduling decision. */
         if (atomic_load_explicit(&vc->parked, memory_order_relaxed) == false &&
@@ -793,16 +793,16 @@ void weft__vcore_heap_armed(struct weft__vcore *owner, uint64_t deadline)
     if (!atomic_load_explicit(&owner->up, memory_order_relaxed) &&
         atomic_load_explicit(&owner->napping, memory_order_relaxed))
         vcore_signal(owner);
-    weft__vcore_wake_for_timer(deadline);
+    weft__vcore_duty_wake(deadline);
 }
 
-void weft__vcore_wake_for_timer(uint64_t deadline)
+void weft__vcore_duty_wake(uint64_t deadline)
 {
     struct weft__runtime *rt = &weft__rt;
     struct weft__vcore *sleeper = NULL;
     weft__spin_lock(&rt->idle_lock); /* partner: the duty section of vcore_park */
-    int s = rt->timer_sleeper;
-    if (s >= 0 && deadline < rt->timer_sleep_until)
+    int s = rt->duty_vcore;
+    if (s >= 0 && deadline < rt->duty_until)
         sleeper = &rt->vcores[s];
     weft__spin_unlock(&rt->idle_lock);
     if (sleeper)
@@ -1191,8 +1191,8 @@ int weft_init(const struct weft_config *cfg)
     rt->idle = NULL;
     atomic_store(&rt->nspinning, 0);
     atomic_store(&rt->nparked, 0);
-    rt->timer_sleeper = -1;
-    rt->timer_sleep_until = UINT64_MAX;
+    rt->duty_vcore = -1;
+    rt->duty_until = UINT64_MAX;
     int nv = rt->nvcores;
     rt->vcores = aligned_alloc(WEFT__CACHELINE, sizeof *rt->vcores * (size_t)nv);
     if (!rt->vcores) {
@@ -1284,8 +1284,8 @@ static void atfork_child(void)
         rt->idle_lock = 0;
         atomic_store_explicit(&rt->nspinning, 0, memory_order_relaxed);
         atomic_store_explicit(&rt->nparked, 0, memory_order_relaxed);
-        rt->timer_sleeper = -1;
-        rt->timer_sleep_until = UINT64_MAX;
+        rt->duty_vcore = -1;
+        rt->duty_until = UINT64_MAX;
         __atomic_store_n(&rt->live, 0, __ATOMIC_RELAXED);
         atomic_store_explicit(&rt->outside_wakers, 0, memory_order_relaxed);
         atomic_store_explicit(&rt->outside_calls, 0, memory_order_relaxed);

@@ -83,7 +83,7 @@ started:
     atomic_store_explicit(&weft__poller, p, memory_order_release);
     /* A vcore may hold the timer duty asleep on its futex: make it re-park
      * in the poller now that there is one. */
-    weft__vcore_wake_for_timer(0);
+    weft__vcore_duty_wake(0);
     return 0;
 }
 
