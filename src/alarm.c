@@ -11,7 +11,7 @@
  *    on its futex before any I/O) sleeps until the earliest deadline of all
  *    heaps and runs whatever is due on any heap when it wakes
  *    (weft__timers_run_all). An alarm that becomes the earliest of its heap
- *    wakes that sleeper if it sleeps for longer (weft__vcore_wake_for_timer).
+ *    wakes that sleeper if it sleeps for longer (weft__vcore_duty_wake).
  * Alarms started outside a vcore go to the heaps round robin.
  *
  * An alarm is IDLE, ARMING (being put on a heap), ARMED (on a heap), FIRING

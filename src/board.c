@@ -222,8 +222,8 @@ int weft_board_attach(const char *name)
 
 void weft__board_attach_env(void)
 {
-    const char *name = getenv("WEFT_BOARD");
-    if (!name || !*name || weft_board_attached())
+    const char *name = weft__cfg_str(WEFT__CFG_BOARD);
+    if (!name || weft_board_attached())
         return;
     pthread_mutex_lock(&board_lock);
     int r = attach_locked(name);

@@ -15,6 +15,10 @@
  *   - running a uthread: one notification signal at a time (notif_sent),
  *     handled in preempt.c; handle_events clears notif_sent before it takes
  *     ev_bits, so a post it misses finds notif_sent clear and signals again;
+ *     a handler that finds no events (a decision took them after the post)
+ *     clears it too, and one that lands in vcore context or unsafe code
+ *     looks again soon (retry_later), since no other signal comes while
+ *     notif_sent is set;
  *   - the caller's own vcore, from a uthread: delivered right here, and the
  *     caller resumed on the spot (never paused or moved: it may be a signal
  *     handler that interrupted weft between two steps).

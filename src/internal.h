@@ -20,6 +20,7 @@
 #include <weft/time.h>
 
 #include "arch/ctx.h"
+#include "config.h"
 #include "sys.h"
 #include "san.h"
 #include "spin.h"
@@ -44,7 +45,7 @@
  * itself (and --wrap would rename them): it uses syscall(SYS_...) instead. */
 
 /* weft__panic() prints "weft: <message>" and aborts: impossible states only. */
-_Noreturn void weft__panic(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+WEFT__EXPORT _Noreturn void weft__panic(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- uthreads ---------------------------------------------------------- */
 
@@ -350,9 +351,11 @@ struct weft__runtime {
     _Atomic int nparked;             /* vcores on the idle list */
     uint32_t idle_lock;              /* spinlock: idle list, vcore->parked */
     struct weft__vcore *idle;        /* parked vcores, LIFO */
-    int timer_sleeper;               /* vcore sleeping until the timer deadline, or -1;
-                                        guarded by idle_lock */
-    uint64_t timer_sleep_until;      /* the deadline it sleeps for; guarded by idle_lock */
+    int duty_vcore;                  /* the parked vcore with the alarm and poller duty
+                                        (it sleeps until the nearest alarm, in the
+                                        poller once I/O is in use), or -1; guarded
+                                        by idle_lock */
+    uint64_t duty_until;             /* the deadline it sleeps for; guarded by idle_lock */
     _Alignas(WEFT__CACHELINE) uint32_t live; /* atomic: uthreads not yet finished; futex for shutdown */
     _Atomic uint64_t next_id;        /* uthread ids */
     _Atomic unsigned spawn_rr;       /* round robin for spawns from outside */
@@ -362,6 +365,10 @@ struct weft__runtime {
 };
 
 extern struct weft__runtime weft__rt;
+
+/* weft__stack_default() is rt.stack_size, the default stack size, or 0
+ * before weft_init (stack.c; for the pthread layer's attributes). */
+WEFT__EXPORT size_t weft__stack_default(void);
 
 /* weft__vc() returns the calling kernel thread's vcore, or NULL. Never
  * inlined and never cached by the compiler: a uthread may resume on another
@@ -525,9 +532,9 @@ void weft__vcore_entry(void *vc);
  * chose that stack-copy successor (uthread.c), else schedules. */
 _Noreturn void weft__vcore_next(struct weft__vcore *vc);
 
-/* weft__vcore_busy(): the vcore is about to run a uthread (leaves idle state). */
+/* weft__vcore_leave_idle(): the vcore is about to run a uthread (leaves idle state). */
 void weft__vcore_became_busy(struct weft__vcore *vc);
-static inline void weft__vcore_busy(struct weft__vcore *vc)
+static inline void weft__vcore_leave_idle(struct weft__vcore *vc)
 {
     if (WEFT__UNLIKELY(atomic_load_explicit(&vc->idle, memory_order_relaxed) != WEFT__BUSY))
         weft__vcore_became_busy(vc);
@@ -563,11 +570,13 @@ static inline void weft__stat_add(_Atomic uint64_t *c, uint64_t n)
  * the paced poll. */
 void weft__vcore_chores(struct weft__vcore *vc);
 
-/* weft__vcore_wake_for_timer(deadline): a timer due at deadline was added. */
-void weft__vcore_wake_for_timer(uint64_t deadline);
+/* weft__vcore_duty_wake(deadline): an alarm due at deadline was added (0: a
+ * poller started): wake the duty holder if it sleeps for longer, or a parked
+ * vcore to take the duty if nobody holds it. */
+void weft__vcore_duty_wake(uint64_t deadline);
 /* weft__vcore_heap_armed(owner, deadline): the earliest alarm of owner's heap
  * is now due at deadline: wake whoever must run it (owner itself if it is
- * offline, else as weft__vcore_wake_for_timer). */
+ * offline, else as weft__vcore_duty_wake). */
 void weft__vcore_heap_armed(struct weft__vcore *owner, uint64_t deadline);
 
 /* weft__stack_leave() is what a switch does, after the save, for a uthread
@@ -584,7 +593,7 @@ void weft__stack_leave(struct weft__vcore *vc, struct weft_uthread *t);
 extern bool weft__tls_uthread;       /* fixed while the runtime runs */
 /* weft__tls_default_uthread: the mode when neither weft_config.tls nor
  * WEFT_TLS says (the pthread layer sets it: threads expect their own TLS). */
-extern bool weft__tls_default_uthread;
+WEFT__EXPORT extern bool weft__tls_default_uthread;
 int weft__tls_init(void);            /* 0, or ENOTSUP (said on stderr) / ENOMEM */
 void weft__tls_fini(void);
 void weft__tls_vcore_start(struct weft__vcore *vc);
@@ -772,7 +781,7 @@ static inline int weft__deadline_check(uint64_t d)
 
 /* weft__self_token() identifies the caller for lock ownership: its uthread,
  * or a per-kernel-thread address, which is odd (a uthread's is not). */
-void *weft__self_token(void);
+WEFT__EXPORT void *weft__self_token(void);
 
 /* ---- priorities (uthread.c) ----------------------------------------------------- */
 

@@ -302,9 +302,9 @@ static void retry_later(struct weft__vcore *vc)
     timer_settime((timer_t)vc->rtimer, 0, &its, NULL);
 }
 
-/* ticked(): the ticker thread saw nrun == seen on vc for a whole period
+/* from_ticker(): the ticker thread saw nrun == seen on vc for a whole period
  * (preempt) or found an alarm due (handler, on vc's thread). */
-static void ticked(struct weft__vcore *vc, uintptr_t v)
+static void from_ticker(struct weft__vcore *vc, uintptr_t v)
 {
     uint64_t seen = v >> 1;
     if ((v & 1) && vc->current && atomic_load_explicit(&vc->nrun, memory_order_relaxed) == seen) {
@@ -333,15 +333,32 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
     if (si->si_code == SI_TIMER && si->si_value.sival_int == SIGV_TICK)
         tick(vc);
     else if (si->si_code == SI_QUEUE && si->si_pid == getpid())
-        ticked(vc, (uintptr_t)si->si_value.sival_ptr);
+        from_ticker(vc, (uintptr_t)si->si_value.sival_ptr);
     else if (si->si_code == SI_TKILL && si->si_pid != getpid())
         /* Another process on the priority board has more urgent work on
          * this CPU now (board.c): let the scheduler reconsider. */
         weft__event_post_bits(vc, 1ull << WEFT__EV_RESCHED);
     struct weft_uthread *ut = vc->current;
     uint64_t bits = atomic_load_explicit(&vc->ev_bits, memory_order_relaxed);
-    if (!ut || !bits)
-        goto out; /* vcore context handles events at its next decision */
+    if (!bits) {
+        /* Signalled for events a decision took meanwhile (it cleared
+         * notif_sent before taking them; the poster set it again after):
+         * clear it, or the next post would count on a signal never sent.
+         * Then look once more, for a post that saw it still set. */
+        atomic_store_explicit(&vc->notif_sent, false, memory_order_seq_cst);
+        bits = atomic_load_explicit(&vc->ev_bits, memory_order_seq_cst);
+        if (!bits)
+            goto out;
+    }
+    if (!ut) {
+        /* Vcore context handles events at its next decision, unless it has
+         * looked already and is about to run a uthread, which may run on
+         * without deciding: notif_sent stays set until the events are
+         * handled, so no other signal would come. Look again soon. */
+        if (!vc->retry_pending && atomic_load_explicit(&vc->has_timers, memory_order_relaxed))
+            retry_later(vc);
+        goto out;
+    }
 #ifdef WEFT_TSAN
     bool safe = false; /* TSan runs us late, from inside its runtime: see event.h */
     (void)pc_safe;
@@ -632,15 +649,12 @@ unsigned weft_preempt_period(void)
  * qemu-user cannot deliver a guest's SIGRTMAX-1 on aarch64). */
 static int signal_number(void)
 {
-    const char *s = getenv("WEFT_NOTIF_SIGNAL");
-    if (s && *s) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (!*end && v >= SIGRTMIN && v <= SIGRTMAX)
-            return (int)v;
-        fprintf(stderr, "weft: ignoring WEFT_NOTIF_SIGNAL=%s (not a real-time signal %d..%d)\n",
-                s, SIGRTMIN, SIGRTMAX);
-    }
+    long long v = weft__cfg_num(WEFT__CFG_NOTIF_SIGNAL, 0);
+    if (v >= SIGRTMIN && v <= SIGRTMAX)
+        return (int)v;
+    if (v)
+        fprintf(stderr, "weft: ignoring WEFT_NOTIF_SIGNAL=%lld (not a real-time signal %d..%d)\n",
+                v, SIGRTMIN, SIGRTMAX);
     return SIGRTMAX - 2;
 }
 
@@ -662,10 +676,8 @@ int weft__notif_init(unsigned preempt_us)
                         "set WEFT_NOTIF_SIGNAL to a free real-time signal\n", notif_sig);
         return EBUSY;
     }
-    const char *tk = getenv("WEFT_PREEMPT_TICKER");
-    ticker_for_all = tk && strcmp(tk, "1") == 0;
-    const char *ps = getenv("WEFT_PREEMPT_SIGNALS");
-    preempt_signals = !(ps && strcmp(ps, "0") == 0);
+    ticker_for_all = weft__cfg_num(WEFT__CFG_PREEMPT_TICKER, 0) == 1;
+    preempt_signals = weft__cfg_num(WEFT__CFG_PREEMPT_SIGNALS, 1) == 1;
     find_ranges();
     if (sigaction(notif_sig, &sa, NULL) != 0)
         return EINVAL;

@@ -15,6 +15,12 @@
 
 #define WEFT__AT(p) ((_Atomic uint32_t *)(void *)(p))
 
+/* libweft is built with hidden symbols: the public headers say what it
+ * exports, and WEFT__EXPORT marks the few internal names the pthread layer
+ * and the I/O shim (separate libraries) call. tests/exports.txt lists every
+ * exported name; the test abi-exports holds libweft.so to it. */
+#define WEFT__EXPORT __attribute__((visibility("default")))
+
 static inline void weft__cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -24,7 +30,7 @@ static inline void weft__cpu_relax(void)
 #endif
 }
 
-void weft__spin_lock_slow(uint32_t *l);
+WEFT__EXPORT void weft__spin_lock_slow(uint32_t *l);
 
 #if defined(__SANITIZE_THREAD__)
 #define WEFT__SPIN_TSAN 1
@@ -50,7 +56,7 @@ void __tsan_release(void *addr);
  * handler that finds it non-zero has interrupted weft's own code and must
  * not take locks or touch queues (event.c, "signal-safe calls"). Raised
  * before a lock is taken, lowered after it is released. */
-extern __thread unsigned weft__tls_crit __attribute__((tls_model("initial-exec")));
+WEFT__EXPORT extern __thread unsigned weft__tls_crit __attribute__((tls_model("initial-exec")));
 
 /* Only the owning kernel thread touches it, so plain accesses; in TSan
  * builds relaxed atomics, since TSan sees the uthreads that run on one

@@ -62,6 +62,11 @@ static _Atomic bool budget_warned;
 static struct sigaction old_segv;
 static bool segv_installed;
 
+size_t weft__stack_default(void)
+{
+    return weft__rt.stack_size;
+}
+
 size_t weft__stack_round(size_t size)
 {
     if (size < MIN_STACK)
@@ -228,13 +233,7 @@ int weft__stack_init(void)
     long ps = sysconf(_SC_PAGESIZE);
     if (ps > 0)
         weft__page_size = (size_t)ps;
-    const char *env = getenv("WEFT_MAX_GUARDED_STACKS");
-    char *end;
-    long v = env && *env ? strtol(env, &end, 10) : -1;
-    if (env && *env && (*end || v < 0)) {
-        fprintf(stderr, "weft: ignoring WEFT_MAX_GUARDED_STACKS=%s\n", env);
-        v = -1;
-    }
+    long long v = weft__cfg_num(WEFT__CFG_MAX_GUARDED_STACKS, -1);
     guard_budget = v >= 0 ? v : read_max_map_count() / 4; /* 2 VMAs each, half the budget */
     atomic_store(&budget_warned, false);
     unsigned long minsig = getauxval(AT_MINSIGSTKSZ);

@@ -1,13 +1,19 @@
 /*
  * sys.c — resolves weft__sys (sys.h): the C library's own thread calls when
- * the pthread layer interposes the names, the plain names otherwise.
+ * the pthread layer interposes the names, the plain names otherwise; and
+ * weft__panic (internal.h), weft's way out of an impossible state.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <gnu/lib-names.h>
 #include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
-#include "sys.h"
+#include "internal.h"
 
 struct weft__sys weft__sys = {
     .pthread_create = pthread_create,
@@ -71,4 +77,22 @@ __attribute__((constructor(101))) static void sys_resolve(void)
     RESOLVE(sched_yield);
     RESOLVE(pthread_exit);
 #undef RESOLVE
+}
+
+_Noreturn void weft__panic(const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    if (n > (int)sizeof buf - 2)
+        n = (int)sizeof buf - 2;
+    buf[n++] = '\n';
+    if (syscall(SYS_write, 2, "weft: ", 6) < 0 || syscall(SYS_write, 2, buf, (size_t)n) < 0) {
+        /* nothing more we can do */
+    }
+    abort();
 }

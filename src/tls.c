@@ -311,7 +311,7 @@ int weft__tls_init(void)
     L.size = static_size;               /* ... inside the static size, at its end */
     L.tp_off = (ptrdiff_t)(static_size - L.pd_size);
     L.wrfsbase = (getauxval(AT_HWCAP2) & 2) != 0; /* HWCAP2_FSGSBASE */
-    if (getenv("WEFT_TLS_ARCH_PRCTL"))  /* for the benchmark: the other way */
+    if (weft__cfg_num(WEFT__CFG_TLS_ARCH_PRCTL, 0) == 1) /* for the benchmark: the other way */
         L.wrfsbase = false;
 #else
     L.pd_off = -(ptrdiff_t)L.pd_size;   /* struct pthread just below TP */

@@ -131,7 +131,7 @@ static void uthread_start(void *arg);
 
 static _Noreturn void run_on(struct weft__vcore *vc, struct weft_uthread *t)
 {
-    weft__vcore_busy(vc);
+    weft__vcore_leave_idle(vc);
     if (WEFT__UNLIKELY(vc->pending != NULL)) {
         struct weft_uthread *p = vc->pending;
         vc->pending = NULL;

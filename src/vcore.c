@@ -100,7 +100,7 @@
  *   4. Work only one vcore may run (a WEFT_PINNED uthread, a uthread placed
  *      in its inbox) uses weft_vcore_wake(id), which wakes that vcore even
  *      if others spin.
- * One parked vcore at a time holds the duty (rt.timer_sleeper): it sleeps
+ * One parked vcore at a time holds the duty (rt.duty_vcore): it sleeps
  * until the nearest alarm deadline of all heaps, in the poller once any
  * descriptor is in use. A new alarm due earlier wakes it, or wakes a parked
  * vcore to take the duty if nobody has it. Busy vcores run their own due
@@ -138,7 +138,7 @@
 
 #include "internal.h"
 
-struct weft__runtime weft__rt = { .timer_sleeper = -1 };
+struct weft__runtime weft__rt = { .duty_vcore = -1 };
 uint64_t weft__spin_ns = 50000;
 #define LOOK_ROUNDS 16 /* idle rounds a busy vcore looks for work before it counts as spinning */
 
@@ -146,95 +146,13 @@ uint64_t weft__spin_ns = 50000;
 __thread struct weft__vcore *weft__tls_vc __attribute__((tls_model("initial-exec")));
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* ---- small services ------------------------------------------------------- */
+/* ---- small services (the spinlock and futex wrappers: spin.c; weft__panic: sys.c) -- */
 
 WEFT__NOINLINE struct weft__vcore *weft__vc(void)
 {
     struct weft__vcore *vc = weft__tls_vc;
     __asm__ volatile("" : "+r"(vc)); /* not pure: never CSE'd across a switch */
     return vc;
-}
-
-_Noreturn void weft__panic(const char *fmt, ...)
-{
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        n = 0;
-    if (n > (int)sizeof buf - 2)
-        n = (int)sizeof buf - 2;
-    buf[n++] = '\n';
-    if (syscall(SYS_write, 2, "weft: ", 6) < 0 || syscall(SYS_write, 2, buf, (size_t)n) < 0) {
-        /* nothing more we can do */
-    }
-    abort();
-}
-
-void weft__spin_lock_slow(uint32_t *l)
-{
-    for (unsigned i = 0;; i++) {
-        if (atomic_load_explicit(WEFT__AT(l), memory_order_relaxed) == 0 &&
-            !atomic_exchange_explicit(WEFT__AT(l), 1, memory_order_acquire))
-            return;
-        if (i < 1000)
-            weft__cpu_relax();
-        else
-            weft__sys.sched_yield(); /* the holder's kernel thread may be descheduled */
-    }
-}
-
-/* The public spinlock: weft's own, with notifications held off while a
- * uthread holds it (see <weft/sched.h>). No delivery at unlock: a scheduler
- * op called from a uthread may hold it, and must not be switched away from. */
-void weft_spin_lock(weft_spinlock_t *l)
-{
-    struct weft__vcore *vc = weft__vc_at_entry();
-    struct weft_uthread *ut = vc ? vc->current : NULL;
-    if (ut) {
-        ut->notif_depth++;
-        atomic_signal_fence(memory_order_seq_cst); /* the handler reads the depth */
-    }
-    weft__spin_lock(&l->v);
-}
-
-void weft_spin_unlock(weft_spinlock_t *l)
-{
-    weft__spin_unlock(&l->v);
-    struct weft__vcore *vc = weft__vc_at_entry();
-    struct weft_uthread *ut = vc ? vc->current : NULL;
-    if (ut) {
-        atomic_signal_fence(memory_order_seq_cst);
-        ut->notif_depth--;
-    }
-}
-
-/* The futex wrappers leave errno as they found it: weft's sync calls promise
- * not to touch it, also on outside kernel threads. */
-int weft__futex_wait(uint32_t *addr, uint32_t val, uint64_t deadline_ns)
-{
-    struct timespec ts, *tp = NULL;
-    if (deadline_ns != UINT64_MAX) {
-        ts.tv_sec = (time_t)(deadline_ns / 1000000000u);
-        ts.tv_nsec = (long)(deadline_ns % 1000000000u);
-        tp = &ts;
-    }
-    int saved = errno;
-    /* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline. */
-    long r = syscall(SYS_futex, addr, FUTEX_WAIT_BITSET_PRIVATE, val, tp, NULL,
-                     FUTEX_BITSET_MATCH_ANY);
-    int e = r == 0 ? 0 : errno;
-    errno = saved;
-    return e == ETIMEDOUT || e == EAGAIN || e == EINTR ? e : 0;
-}
-
-void weft__futex_wake(uint32_t *addr, int n)
-{
-    int saved = errno;
-    syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
-    errno = saved;
 }
 
 uint64_t weft_now_ns(void)
@@ -298,7 +216,7 @@ void weft_dump(int fd)
               rt->nvcores, rt->ops->name, atomic_load(WEFT__AT(&rt->live)),
               atomic_load_explicit(&rt->nspinning, memory_order_relaxed),
               atomic_load_explicit(&rt->nparked, memory_order_relaxed),
-              __atomic_load_n(&rt->timer_sleeper, __ATOMIC_RELAXED));
+              __atomic_load_n(&rt->duty_vcore, __ATOMIC_RELAXED));
     for (int i = 0; i < rt->nvcores; i++) {
         struct weft__vcore *vc = &rt->vcores[i];
         int idle = atomic_load_explicit(&vc->idle, memory_order_relaxed);
@@ -420,22 +338,6 @@ static const struct weft_sched_ops *sched_find(const char *name)
 
 /* ---- configuration --------------------------------------------------------- */
 
-/* env_num() reads a non-negative integer variable; -1 if unset, -2 if bad. */
-static long long env_num(const char *name)
-{
-    const char *s = getenv(name);
-    if (!s || !*s)
-        return -1;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || *end || v < 0) {
-        fprintf(stderr, "weft: ignoring %s=%s (not a non-negative integer)\n", name, s);
-        return -2;
-    }
-    return v;
-}
-
 struct settings {
     int vcores;
     size_t stack_size;
@@ -459,7 +361,7 @@ static int settings_from(const struct weft_config *cfg, int maxv, struct setting
 
     s->vcores = c.vcores;
     if (!s->vcores) {
-        long long v = env_num("WEFT_VCORES");
+        long long v = weft__cfg_num(WEFT__CFG_VCORES, 0);
         if (v > maxv) {
             fprintf(stderr, "weft: WEFT_VCORES=%lld is above the %d CPUs we may use; using %d\n",
                     v, maxv, maxv);
@@ -468,22 +370,15 @@ static int settings_from(const struct weft_config *cfg, int maxv, struct setting
         s->vcores = v > 0 ? (int)v : maxv;
     }
     size_t ss = c.stack_size;
-    if (!ss) {
-        long long v = env_num("WEFT_STACK_SIZE");
-        if (v > (1ll << 30)) {
-            fprintf(stderr, "weft: ignoring WEFT_STACK_SIZE=%lld (above 1 GiB)\n", v);
-            v = -1;
-        }
-        ss = v > 0 ? (size_t)v : 256 * 1024;
-    }
+    if (!ss)
+        ss = (size_t)weft__cfg_num(WEFT__CFG_STACK_SIZE, 0);
+    if (!ss)
+        ss = 256 * 1024;
     s->stack_size = weft__stack_round(ss);
     s->preempt_us = c.preempt_us;
     if (!s->preempt_us) {
-        long long v = env_num("WEFT_PREEMPT_US");
-        if (v > 10000000) {
-            fprintf(stderr, "weft: ignoring WEFT_PREEMPT_US=%lld (above 10 s)\n", v);
-            v = -1;
-        } else if (v > 0 && v < 10) {
+        long long v = weft__cfg_num(WEFT__CFG_PREEMPT_US, -1);
+        if (v > 0 && v < 10) {
             fprintf(stderr, "weft: WEFT_PREEMPT_US=%lld is below 10 us; using 10\n", v);
             v = 10;
         }
@@ -492,17 +387,11 @@ static int settings_from(const struct weft_config *cfg, int maxv, struct setting
         return EINVAL;
     }
     s->stack_copy = c.stack_copy == 1;
-    if (!c.stack_copy) {
-        long long v = env_num("WEFT_STACK_COPY");
-        if (v > 1) {
-            fprintf(stderr, "weft: ignoring WEFT_STACK_COPY=%lld (0 or 1)\n", v);
-            v = -1;
-        }
-        s->stack_copy = v == 1;
-    }
+    if (!c.stack_copy)
+        s->stack_copy = weft__cfg_num(WEFT__CFG_STACK_COPY, 0) == 1;
     const char *name = c.sched;
     if (!name || !*name)
-        name = getenv("WEFT_SCHED");
+        name = weft__cfg_str(WEFT__CFG_SCHED);
     if (!name || !*name)
         name = "ws";
     s->ops = sched_find(name);
@@ -515,12 +404,10 @@ static int settings_from(const struct weft_config *cfg, int maxv, struct setting
     s->tls_uthread = c.tls == WEFT_TLS_UTHREAD;
     s->tls_asked = c.tls != 0;
     if (!c.tls) {
-        const char *t = getenv("WEFT_TLS");
-        if (t && (strcmp(t, "uthread") == 0 || strcmp(t, "shared") == 0)) {
+        const char *t = weft__cfg_str(WEFT__CFG_TLS); /* shared or uthread */
+        if (t) {
             s->tls_uthread = strcmp(t, "uthread") == 0;
             s->tls_asked = true;
-        } else if (t && *t) {
-            fprintf(stderr, "weft: ignoring WEFT_TLS=%s (shared, uthread)\n", t);
         }
         if (!s->tls_asked)
             s->tls_uthread = weft__tls_default_uthread;
@@ -842,18 +729,18 @@ static void vcore_park(struct weft__vcore *vc)
 
     /* Timer and poller duty: the sleeper and the deadline it sleeps for
      * change together under idle_lock, and the deadline published is exactly
-     * the one we sleep for (partner: weft__vcore_wake_for_timer). Once any
+     * the one we sleep for (partner: weft__vcore_duty_wake). Once any
      * descriptor is in use the duty is always taken: its holder sleeps in
      * the poller. */
     uint64_t deadline = UINT64_MAX;
     bool duty = false;
     weft__spin_lock(&rt->idle_lock);
-    if (rt->timer_sleeper < 0) {
+    if (rt->duty_vcore < 0) {
         deadline = weft__timers_next();
         if (deadline != UINT64_MAX || weft__io_active()) {
             duty = true;
-            rt->timer_sleeper = vc->id;
-            rt->timer_sleep_until = deadline;
+            rt->duty_vcore = vc->id;
+            rt->duty_until = deadline;
         }
     }
     weft__spin_unlock(&rt->idle_lock);
@@ -867,9 +754,9 @@ static void vcore_park(struct weft__vcore *vc)
     weft__notif_sleeping(vc, false);
     struct weft__vcore *heir = NULL; /* who takes over the duty */
     weft__spin_lock(&rt->idle_lock);
-    if (rt->timer_sleeper == vc->id) {
-        rt->timer_sleeper = -1;
-        rt->timer_sleep_until = UINT64_MAX;
+    if (rt->duty_vcore == vc->id) {
+        rt->duty_vcore = -1;
+        rt->duty_until = UINT64_MAX;
         /* Kicked awake for work while timers or I/O wait: hand the duty on,
          * or they would wait for our next scheduling decision. */
         if (atomic_load_explicit(&vc->parked, memory_order_relaxed) == false &&
@@ -906,16 +793,16 @@ void weft__vcore_heap_armed(struct weft__vcore *owner, uint64_t deadline)
     if (!atomic_load_explicit(&owner->up, memory_order_relaxed) &&
         atomic_load_explicit(&owner->napping, memory_order_relaxed))
         vcore_signal(owner);
-    weft__vcore_wake_for_timer(deadline);
+    weft__vcore_duty_wake(deadline);
 }
 
-void weft__vcore_wake_for_timer(uint64_t deadline)
+void weft__vcore_duty_wake(uint64_t deadline)
 {
     struct weft__runtime *rt = &weft__rt;
     struct weft__vcore *sleeper = NULL;
     weft__spin_lock(&rt->idle_lock); /* partner: the duty section of vcore_park */
-    int s = rt->timer_sleeper;
-    if (s >= 0 && deadline < rt->timer_sleep_until)
+    int s = rt->duty_vcore;
+    if (s >= 0 && deadline < rt->duty_until)
         sleeper = &rt->vcores[s];
     weft__spin_unlock(&rt->idle_lock);
     if (sleeper)
@@ -1268,6 +1155,7 @@ int weft_init(const struct weft_config *cfg)
         r = EBUSY;
         goto out;
     }
+    weft__cfg_load(); /* every WEFT_* variable, once (config.c) */
     r = settings_from(cfg, maxv, &s);
     if (r)
         goto out;
@@ -1284,8 +1172,7 @@ int weft_init(const struct weft_config *cfg)
     r = weft__stack_init();
     if (r)
         goto out;
-    long long spin = env_num("WEFT_SPIN_NS");
-    weft__spin_ns = spin >= 0 ? (uint64_t)spin : 50000;
+    weft__spin_ns = (uint64_t)weft__cfg_num(WEFT__CFG_SPIN_NS, 50000);
 
     rt->maxvcores = maxv;
     rt->resizable = s.ops->vcore_up && s.ops->vcore_down;
@@ -1304,8 +1191,8 @@ int weft_init(const struct weft_config *cfg)
     rt->idle = NULL;
     atomic_store(&rt->nspinning, 0);
     atomic_store(&rt->nparked, 0);
-    rt->timer_sleeper = -1;
-    rt->timer_sleep_until = UINT64_MAX;
+    rt->duty_vcore = -1;
+    rt->duty_until = UINT64_MAX;
     int nv = rt->nvcores;
     rt->vcores = aligned_alloc(WEFT__CACHELINE, sizeof *rt->vcores * (size_t)nv);
     if (!rt->vcores) {
@@ -1397,8 +1284,8 @@ static void atfork_child(void)
         rt->idle_lock = 0;
         atomic_store_explicit(&rt->nspinning, 0, memory_order_relaxed);
         atomic_store_explicit(&rt->nparked, 0, memory_order_relaxed);
-        rt->timer_sleeper = -1;
-        rt->timer_sleep_until = UINT64_MAX;
+        rt->duty_vcore = -1;
+        rt->duty_until = UINT64_MAX;
         __atomic_store_n(&rt->live, 0, __ATOMIC_RELAXED);
         atomic_store_explicit(&rt->outside_wakers, 0, memory_order_relaxed);
         atomic_store_explicit(&rt->outside_calls, 0, memory_order_relaxed);

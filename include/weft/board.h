@@ -26,6 +26,9 @@
 #ifndef WEFT_BOARD_H
 #define WEFT_BOARD_H
 
+/* The library is built with hidden symbols; what this header declares is its API. */
+#pragma GCC visibility push(default)
+
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -71,5 +74,7 @@ int weft_board_foreign(int vcore);
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 
 #endif /* WEFT_BOARD_H */

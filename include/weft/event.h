@@ -82,6 +82,9 @@
 #ifndef WEFT_EVENT_H
 #define WEFT_EVENT_H
 
+/* The library is built with hidden symbols; what this header declares is its API. */
+#pragma GCC visibility push(default)
+
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -182,5 +185,7 @@ void weft_dump(int fd);
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 
 #endif /* WEFT_EVENT_H */

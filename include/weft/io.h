@@ -48,6 +48,9 @@
 #ifndef WEFT_IO_H
 #define WEFT_IO_H
 
+/* The library is built with hidden symbols; what this header declares is its API. */
+#pragma GCC visibility push(default)
+
 #include <poll.h>
 #include <stdint.h>
 #include <sys/epoll.h>
@@ -162,5 +165,7 @@ const char *weft_poller_name(void);
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 
 #endif /* WEFT_IO_H */

@@ -46,6 +46,9 @@
 #ifndef WEFT_PTHREAD_H
 #define WEFT_PTHREAD_H
 
+/* The library is built with hidden symbols; what this header declares is its API. */
+#pragma GCC visibility push(default)
+
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
@@ -378,5 +381,7 @@ sem_t *weft_psem_open(const char *name, int oflag, ...);
         weft_pthread_cleanup_pop_(&weft_cleanup_, (execute));                  \
     } while (0)
 #endif /* WEFT_PTHREAD_NO_MACROS */
+
+#pragma GCC visibility pop
 
 #endif /* WEFT_PTHREAD_H */

@@ -18,6 +18,9 @@
 #ifndef WEFT_SCHED_H
 #define WEFT_SCHED_H
 
+/* The library is built with hidden symbols; what this header declares is its API. */
+#pragma GCC visibility push(default)
+
 #include <stdint.h>
 #include <weft/weft.h>
 
@@ -317,5 +320,7 @@ void weft_sched_note_shared(unsigned n);
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 
 #endif /* WEFT_SCHED_H */

@@ -23,6 +23,9 @@
 #ifndef WEFT_SYNC_H
 #define WEFT_SYNC_H
 
+/* The library is built with hidden symbols; what this header declares is its API. */
+#pragma GCC visibility push(default)
+
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -238,5 +241,7 @@ int weft_wg_wait(weft_wg_t *wg);
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 
 #endif /* WEFT_SYNC_H */

@@ -17,6 +17,9 @@
 #ifndef WEFT_TIME_H
 #define WEFT_TIME_H
 
+/* The library is built with hidden symbols; what this header declares is its API. */
+#pragma GCC visibility push(default)
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -101,5 +104,7 @@ bool weft_alarm_reset_abs(struct weft_alarm *a, uint64_t deadline);
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 
 #endif /* WEFT_TIME_H */

@@ -24,6 +24,9 @@
 #ifndef WEFT_WEFT_H
 #define WEFT_WEFT_H
 
+/* The library is built with hidden symbols; what this header declares is its API. */
+#pragma GCC visibility push(default)
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,8 +40,9 @@ extern "C" {
 
 /* Runtime configuration; a zero field means "default or environment".
  * Environment overrides for zero fields: WEFT_VCORES, WEFT_STACK_SIZE,
- * WEFT_PREEMPT_US, WEFT_SCHED, WEFT_STACK_COPY, WEFT_TLS. (WEFT_BOARD:
- * <weft/board.h>; WEFT_PRIO_AGING_MS: the prio scheduler, docs/ARCHITECTURE.md.) */
+ * WEFT_PREEMPT_US, WEFT_SCHED, WEFT_STACK_COPY, WEFT_TLS. Every WEFT_*
+ * variable (the README's table) is read at each weft_init; a bad value is
+ * refused with a message on stderr and counts as unset. */
 struct weft_config {
     int vcores;          /* vcores to run, 1..weft_max_vcores(); 0 = all */
     size_t stack_size;   /* default uthread stack in bytes; 0 = 256 KiB */
@@ -77,6 +81,13 @@ struct weft_config {
  * unknown scheduler, or EAGAIN/ENOMEM if threads or memory cannot be had. Optional: the first call that needs the runtime
  * starts it with defaults. */
 int weft_init(const struct weft_config *cfg);
+
+/* weft_config_get() reads the numeric WEFT_* variable called name as the
+ * last weft_init took it (within its range; for a scheduler's own
+ * settings, such as prio's WEFT_PRIO_AGING_MS). Returns 0 with *out set,
+ * ENOENT if it was unset or refused, EINVAL if weft has no numeric
+ * variable of that name or out is NULL. Any context. */
+int weft_config_get(const char *name, long long *out);
 
 /* weft_shutdown() waits until every uthread has finished (joined or not),
  * stops the vcores and frees the runtime's memory; weft_init() may be called
@@ -277,5 +288,7 @@ int weft_getprio(weft_t t);
 #include <weft/sched.h>
 #include <weft/sync.h>
 #include <weft/time.h>
+
+#pragma GCC visibility pop
 
 #endif /* WEFT_WEFT_H */

@@ -37,6 +37,9 @@
 #ifndef WEFT_YIELD_H
 #define WEFT_YIELD_H
 
+/* The library is built with hidden symbols; what this header declares is its API. */
+#pragma GCC visibility push(default)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -77,5 +80,7 @@ void weft__yield_register(int mode);
 #ifdef __cplusplus
 }
 #endif
+
+#pragma GCC visibility pop
 
 #endif /* WEFT_YIELD_H */

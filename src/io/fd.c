@@ -64,22 +64,17 @@ static bool uring_refusal_said; /* guarded by start_lock */
 /* start_poller(): start_lock held, no poller yet. 0 or an errno. */
 static int start_poller(void)
 {
-    const char *want = getenv("WEFT_POLLER");
+    const char *want = weft__cfg_str(WEFT__CFG_POLLER); /* epoll, uring or io_uring */
     const struct weft__poller_ops *p = &weft__poll_epoll;
-    if (want && *want && strcmp(want, "epoll") != 0) {
-        if (strcmp(want, "uring") == 0 || strcmp(want, "io_uring") == 0) {
-            int e = weft__poll_uring.init();
-            if (!e) {
-                p = &weft__poll_uring;
-                goto started;
-            }
-            if (!uring_refusal_said)
-                fprintf(stderr, "weft: io_uring refused (%s); using epoll\n", strerror(e));
-            uring_refusal_said = true;
-        } else if (!uring_refusal_said) {
-            fprintf(stderr, "weft: unknown WEFT_POLLER=%s (epoll, uring); using epoll\n", want);
-            uring_refusal_said = true;
+    if (want && strcmp(want, "epoll") != 0) {
+        int e = weft__poll_uring.init();
+        if (!e) {
+            p = &weft__poll_uring;
+            goto started;
         }
+        if (!uring_refusal_said)
+            fprintf(stderr, "weft: io_uring refused (%s); using epoll\n", strerror(e));
+        uring_refusal_said = true;
     }
     int e = p->init();
     if (e)
@@ -88,7 +83,7 @@ started:
     atomic_store_explicit(&weft__poller, p, memory_order_release);
     /* A vcore may hold the timer duty asleep on its futex: make it re-park
      * in the poller now that there is one. */
-    weft__vcore_wake_for_timer(0);
+    weft__vcore_duty_wake(0);
     return 0;
 }
 

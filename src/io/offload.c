@@ -42,9 +42,7 @@ static pthread_once_t max_once = PTHREAD_ONCE_INIT;
 
 static void read_max(void)
 {
-    const char *s = getenv("WEFT_OFFLOAD_THREADS");
-    long v = s && *s ? strtol(s, NULL, 10) : 0;
-    pool.max = v > 0 && v <= 4096 ? (int)v : 64;
+    pool.max = (int)weft__cfg_num(WEFT__CFG_OFFLOAD_THREADS, 64);
 }
 
 void weft__offload_forked(void)

@@ -143,11 +143,11 @@ void weft__offload_forked(void);
 
 /* weft__fd_drop() forgets fd (generation bump, poller removal) and wakes
  * every waiter on it with EBADF. */
-void weft__fd_drop(int fd);
+WEFT__EXPORT void weft__fd_drop(int fd);
 
 /* weft__fd_managed() is 1 if weft made fd non-blocking and polls it (the
  * shim then routes plain calls on it through weft from any thread). */
-int weft__fd_managed(int fd);
+WEFT__EXPORT int weft__fd_managed(int fd);
 
 /* weft__set_errno() stores e in the errno of the kernel thread the caller
  * runs on now: a separate function, so that the compiler cannot reuse an

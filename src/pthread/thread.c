@@ -180,7 +180,8 @@ int weft_pthread_attr_setstacksize(pthread_attr_t *a, size_t size)
 }
 int weft_pthread_attr_getstacksize(const pthread_attr_t *a, size_t *size)
 {
-    *size = CPA(a)->stacksize ? CPA(a)->stacksize : weft__rt.stack_size ? weft__rt.stack_size : 256 * 1024;
+    size_t dflt = weft__stack_default();
+    *size = CPA(a)->stacksize ? CPA(a)->stacksize : dflt ? dflt : 256 * 1024;
     return 0;
 }
 int weft_pthread_attr_setstack(pthread_attr_t *a, void *addr, size_t size)

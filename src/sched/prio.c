@@ -1295,16 +1295,9 @@ static int init_prio(int nvcores)
     npq = nvcores;
     atomic_init(&nup, 0);
     atomic_init(&rr, 0);
-    aging_ns = 0;
-    const char *a = getenv("WEFT_PRIO_AGING_MS");
-    if (a && *a) {
-        char *end;
-        long ms = strtol(a, &end, 10);
-        if (*end || ms < 0 || ms > 3600000)
-            fprintf(stderr, "weft: ignoring WEFT_PRIO_AGING_MS=%s (0..3600000 ms)\n", a);
-        else
-            aging_ns = (uint64_t)ms * 1000000u;
-    }
+    long long ms = 0;
+    weft_config_get("WEFT_PRIO_AGING_MS", &ms); /* 0..3600000; unset: 0, never */
+    aging_ns = (uint64_t)ms * 1000000u;
     return 0;
 }
 

@@ -34,20 +34,9 @@
 #define STATE(m) WEFT__AT(&(m)->state)
 
 /* Spin iterations before sleeping; WEFT_MUTEX_SPIN overrides (0 = never). */
-static int spin_limit = -1;
-
 static int mutex_spin_limit(void)
 {
-    int s = __atomic_load_n(&spin_limit, __ATOMIC_RELAXED);
-    if (WEFT__UNLIKELY(s < 0)) {
-        int saved = errno; /* strtol may set it: weft calls leave errno alone */
-        const char *e = getenv("WEFT_MUTEX_SPIN");
-        long v = e && *e ? strtol(e, NULL, 10) : 100;
-        s = v < 0 ? 0 : v > 1000000 ? 1000000 : (int)v;
-        errno = saved;
-        __atomic_store_n(&spin_limit, s, __ATOMIC_RELAXED);
-    }
-    return s;
+    return (int)weft__cfg_num(WEFT__CFG_MUTEX_SPIN, 100);
 }
 
 int weft_mutex_init(weft_mutex_t *m, int kind)
