@@ -20,7 +20,8 @@ struct child_result {
 };
 
 /* run_child() runs /proc/self/exe with argv, the current environment plus
- * the NULL-terminated extra "NAME=value" strings, and waits for it. */
+ * the NULL-terminated extra "NAME=value" strings (one replaces a variable
+ * of the same name), and waits for it. */
 static void run_child(char *const argv[], char *const extra_env[], struct child_result *res)
 {
     size_t n = 0, m = 0;
@@ -30,10 +31,18 @@ static void run_child(char *const argv[], char *const extra_env[], struct child_
         m++;
     char **env = calloc(n + m + 1, sizeof *env);
     CHECK(env != NULL, "calloc");
-    for (size_t i = 0; i < n; i++)
-        env[i] = environ[i];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool replaced = false;
+        for (size_t j = 0; j < m && !replaced; j++) {
+            size_t len = strcspn(extra_env[j], "=");
+            replaced = strncmp(environ[i], extra_env[j], len) == 0 && environ[i][len] == '=';
+        }
+        if (!replaced)
+            env[k++] = environ[i];
+    }
     for (size_t i = 0; i < m; i++)
-        env[n + i] = extra_env[i];
+        env[k++] = extra_env[i];
 
     int fds[2];
     CHECK(pipe(fds) == 0, "pipe: %s", strerror(errno));

@@ -148,8 +148,13 @@ static int child_main(const char *what)
 static void run_case(const char *what, const char *want)
 {
     char *argv[] = { "stackcopy_misuse", "child", (char *)what, NULL };
+    /* The children break the rule on purpose: another uthread touches
+     * memory on a stack-copy uthread's stack while weft copies that stack,
+     * a race TSan may report (and exit) before weft's check aborts. The
+     * check is what is tested here. */
+    char *tsan_quiet[] = { "TSAN_OPTIONS=report_bugs=0", NULL };
     static struct child_result res;
-    run_child(argv, NULL, &res);
+    run_child(argv, TEST_TSAN ? tsan_quiet : NULL, &res);
     char st[64], wantbuf[256];
     int sig = WIFSIGNALED(res.status) ? WTERMSIG(res.status) : 0;
     if (strcmp(what, "overflow") == 0) {
