@@ -535,6 +535,7 @@ static void *file_user(void *unused)
 /* Several descriptors at once (weft_poll, weft_epoll_wait), the arrays on
  * the waiter's stack. */
 static int pa[2], pb[2];
+static atomic_int b_read; /* the waiter has consumed 'b': 'a' may follow */
 static void *multi_waiter(void *unused)
 {
     (void)unused;
@@ -544,6 +545,7 @@ static void *multi_waiter(void *unused)
           "weft_poll: %d ready, revents %#x %#x", n, fds[0].revents, fds[1].revents);
     char c;
     CHECK(weft_read(pb[0], &c, 1) == 1 && c == 'b', "read after poll");
+    atomic_store(&b_read, 1);
     int ep = epoll_create1(EPOLL_CLOEXEC);
     CHECK(ep >= 0, "epoll_create1");
     struct epoll_event e = { .events = EPOLLIN, .data.u32 = 7 };
@@ -560,6 +562,10 @@ static void *multi_writer(void *unused)
     (void)unused;
     CHECK_RC(weft_sleep_ns(MS(2)), 0);
     CHECK(weft_write(pb[1], "b", 1) == 1, "write b");
+    /* 'a' only once the poll has returned: a waiter slow to run (a loaded
+     * machine, ASan) would otherwise see both ready. */
+    while (!atomic_load(&b_read))
+        CHECK_RC(weft_sleep_ns(MS(1)), 0);
     CHECK_RC(weft_sleep_ns(MS(2)), 0);
     CHECK(weft_write(pa[1], "a", 1) == 1, "write a");
     return NULL;
