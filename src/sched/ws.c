@@ -72,6 +72,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include <weft/sched.h>
@@ -209,23 +210,40 @@ static void ring_put(struct vq *q, int c, struct weft_uthread *const *v, uint32_
     atomic_store_explicit(&r->tail, tl + n, memory_order_release); /* partner: ring_grab */
 }
 
+/* A spill's array is its own mapping (at least RING slots: 8 KiB), not
+ * malloc's: a burst of tens of thousands of spawns grows it by doubling, and
+ * malloc would keep every smaller array it outgrew committed in its arena
+ * after the burst, memory that no parked uthread needs. */
+static struct weft_uthread **spill_map(uint32_t cap)
+{
+    void *v = mmap(NULL, sizeof(struct weft_uthread *) * cap, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return v == MAP_FAILED ? NULL : v;
+}
+
+static void spill_unmap(struct spill *sp)
+{
+    if (sp->v)
+        munmap(sp->v, sizeof *sp->v * sp->cap);
+    *sp = (struct spill){ NULL, 0, 0, 0 };
+}
+
 /* spill_push() queues t behind everything in ring c and its spill. */
 static __attribute__((noinline)) void spill_push(struct vq *q, int c, struct weft_uthread *t)
 {
     struct spill *sp = &q->spill[c];
     if (sp->n == sp->cap) {
         uint32_t cap = sp->cap ? sp->cap * 2 : RING;
-        struct weft_uthread **v = malloc(sizeof *v * cap);
+        struct weft_uthread **v = spill_map(cap);
         if (!v) { /* out of memory: the injection queue keeps it (a list) */
             inject_list(t, t, 1);
             return;
         }
         for (uint32_t i = 0; i < sp->n; i++)
             v[i] = sp->v[(sp->head + i) & (sp->cap - 1)];
-        free(sp->v);
-        sp->v = v;
-        sp->head = 0;
-        sp->cap = cap;
+        uint32_t n = sp->n;
+        spill_unmap(sp);
+        *sp = (struct spill){ v, 0, n, cap };
     }
     sp->v[(sp->head + sp->n++) & (sp->cap - 1)] = t;
 }
@@ -246,10 +264,8 @@ static __attribute__((noinline)) void spill_refill(struct vq *q, int c)
         sp->n -= k;
         done += k;
     }
-    if (sp->n == 0 && sp->cap > 4 * RING) { /* a burst is over: give its memory back */
-        free(sp->v);
-        *sp = (struct spill){ NULL, 0, 0, 0 };
-    }
+    if (sp->n == 0 && sp->cap > 4 * RING) /* a burst is over: give its memory back */
+        spill_unmap(sp);
 }
 
 /* q_push() queues t at the back of vcore q's ring c (its owner calls). */
@@ -829,7 +845,7 @@ static void fini_ws(void)
 {
     for (int i = 0; i < nvq; i++)
         for (int c = W; c <= P; c++)
-            free(vqs[i].spill[c].v);
+            spill_unmap(&vqs[i].spill[c]);
     free(vqs);
     vqs = NULL;
     nvq = 0;
