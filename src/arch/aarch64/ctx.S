@@ -19,6 +19,13 @@
     mrs     x9, fpcr;                \
     str     x9, [sp, #160]
 
+/* SAVE_CALLER saves the caller's frame (above) and stores the stack pointer,
+ * now at the frame, in the ctx at x0. */
+#define SAVE_CALLER \
+    SAVE_FRAME;                      \
+    mov     x9, sp;                  \
+    str     x9, [x0]
+
 /* void weft__ctx_save_and_call(ctx *save, void *stack_top, void (*fn)(void*), void *arg) */
     .globl  weft__ctx_save_and_call
     .hidden weft__ctx_save_and_call
@@ -26,9 +33,7 @@
     .p2align 4
 weft__ctx_save_and_call:
     .cfi_startproc
-    SAVE_FRAME
-    mov     x9, sp
-    str     x9, [x0]
+    SAVE_CALLER
     mov     sp, x1
     mov     x0, x3
     mov     x29, #0
@@ -47,9 +52,7 @@ weft__ctx_save_and_call:
     .p2align 4
 weft__ctx_save_and_call_here:
     .cfi_startproc
-    SAVE_FRAME
-    mov     x9, sp
-    str     x9, [x0]
+    SAVE_CALLER
     mov     x0, x2
     blr     x1
     brk     #0
@@ -66,9 +69,7 @@ weft__ctx_save_and_call_here:
     .p2align 4
 weft__ctx_switch:
     .cfi_startproc
-    SAVE_FRAME
-    mov     x9, sp
-    str     x9, [x0]
+    SAVE_CALLER
     mov     sp, x1              /* frames are 16-byte aligned */
     mov     x0, x3
     blr     x2

@@ -6,13 +6,9 @@
  */
     .section weft_text, "ax", %progbits   /* weft's code section: see src/preempt.c */
 
-/* void weft__ctx_save_and_call(ctx *save, void *stack_top, void (*fn)(void*), void *arg) */
-    .globl  weft__ctx_save_and_call
-    .hidden weft__ctx_save_and_call
-    .type   weft__ctx_save_and_call, @function
-    .p2align 4
-weft__ctx_save_and_call:
-    .cfi_startproc
+/* SAVE_CALLER pushes the caller's frame (above) and stores the stack
+ * pointer, now at the frame's lowest slot, in the ctx at (%rdi). */
+.macro SAVE_CALLER
     pushq   %rbp
     pushq   %rbx
     pushq   %r12
@@ -23,6 +19,16 @@ weft__ctx_save_and_call:
     stmxcsr (%rsp)
     fnstcw  4(%rsp)
     movq    %rsp, (%rdi)
+.endm
+
+/* void weft__ctx_save_and_call(ctx *save, void *stack_top, void (*fn)(void*), void *arg) */
+    .globl  weft__ctx_save_and_call
+    .hidden weft__ctx_save_and_call
+    .type   weft__ctx_save_and_call, @function
+    .p2align 4
+weft__ctx_save_and_call:
+    .cfi_startproc
+    SAVE_CALLER
     movq    %rsi, %rsp          /* new stack: 16-byte aligned before the call */
     movq    %rcx, %rdi
     xorl    %ebp, %ebp          /* end the frame chain for debuggers */
@@ -41,16 +47,7 @@ weft__ctx_save_and_call:
     .p2align 4
 weft__ctx_save_and_call_here:
     .cfi_startproc
-    pushq   %rbp
-    pushq   %rbx
-    pushq   %r12
-    pushq   %r13
-    pushq   %r14
-    pushq   %r15
-    subq    $8, %rsp
-    stmxcsr (%rsp)
-    fnstcw  4(%rsp)
-    movq    %rsp, (%rdi)
+    SAVE_CALLER
     movq    %rdx, %rdi
     andq    $-16, %rsp          /* 16-byte aligned before the call (it is already) */
     callq   *%rsi
@@ -75,16 +72,7 @@ weft__ctx_save_and_call_here:
     .p2align 4
 weft__ctx_switch:
     .cfi_startproc
-    pushq   %rbp
-    pushq   %rbx
-    pushq   %r12
-    pushq   %r13
-    pushq   %r14
-    pushq   %r15
-    subq    $8, %rsp
-    stmxcsr (%rsp)
-    fnstcw  4(%rsp)
-    movq    %rsp, (%rdi)
+    SAVE_CALLER
     movl    (%rsp), %r12d       /* ours, to compare (r12-r15: saved, free now) */
     movzwl  4(%rsp), %r13d
     movq    %rsi, %rsp
