@@ -69,6 +69,37 @@ static inline int weft_uthread_prio(struct weft_uthread *t)
     return __atomic_load_n(&weft_uthread_link(t)->prio, __ATOMIC_RELAXED);
 }
 
+/* struct weft_ulist: a FIFO of uthreads linked through
+ * weft_uthread_link(t)->next, for a scheduler's lists (an inbox, pinned
+ * uthreads, a batch being moved). All zero is empty. The helpers take no
+ * lock: the list's owner, or the holder of the lock that guards it, calls. */
+struct weft_ulist {
+    struct weft_uthread *head, *tail;
+};
+
+/* weft_ulist_push() appends t, which is on no other list, to l. */
+static inline void weft_ulist_push(struct weft_ulist *l, struct weft_uthread *t)
+{
+    weft_uthread_link(t)->next = NULL;
+    if (l->tail)
+        weft_uthread_link(l->tail)->next = t;
+    else
+        l->head = t;
+    l->tail = t;
+}
+
+/* weft_ulist_pop() takes l's first uthread, or returns NULL if l is empty. */
+static inline struct weft_uthread *weft_ulist_pop(struct weft_ulist *l)
+{
+    struct weft_uthread *t = l->head;
+    if (t) {
+        l->head = weft_uthread_link(t)->next;
+        if (!l->head)
+            l->tail = NULL;
+    }
+    return t;
+}
+
 /* Why a uthread blocked, for thread_has_blocked(). */
 enum weft_block_why {
     WEFT_BLOCK_SYNC = 1,   /* mutex, cond, sem, barrier, rwlock, futex, once, wg */

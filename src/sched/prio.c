@@ -133,10 +133,6 @@ struct level {
     uint64_t seen_at;                /* ... and when it was first seen there */
 };
 
-struct list {
-    struct weft_uthread *head, *tail;
-};
-
 struct pq {
     /* Owner only. */
     struct weft_uthread *_Atomic next; /* the wake-up slot; thieves read it (relaxed) */
@@ -154,7 +150,7 @@ struct pq {
     bool online;                     /* vcore_up/down; written under lock and inbox_lock */
     _Atomic uint64_t bits;           /* bit l: level l not empty; read anywhere (a hint) */
     struct level lv[NLEVELS];
-    struct list ovf;                 /* could not be queued for want of memory (lv_overflow) */
+    struct weft_ulist ovf;           /* could not be queued for want of memory (lv_overflow) */
     /* Read and written by others. */
     _Alignas(64) _Atomic int cur;    /* level of the uthread it runs, or NONE; the owner
                                         writes at each pick, others read (a hint) */
@@ -162,7 +158,7 @@ struct pq {
     _Atomic bool want_steal;         /* asked to look at others' queues first */
     _Alignas(64) _Atomic unsigned pending; /* P_*: others set, the owner takes */
     weft_spinlock_t inbox_lock;
-    struct list inbox;               /* guarded by inbox_lock */
+    struct weft_ulist inbox;         /* guarded by inbox_lock */
 };
 
 static struct pq *pqs;               /* one per vcore; fixed between init and fini */
@@ -271,13 +267,8 @@ static inline void lv_bit(struct pq *q, int l, bool set)
 static __attribute__((noinline)) void lv_overflow(struct pq *q, struct weft_uthread *t)
 {
     q->slow = true; /* the fast path does not look at ovf; pick() does (set_mode) */
-    L(t)->next = NULL;
     flags_set(t, F_RAN);
-    if (q->ovf.tail)
-        L(q->ovf.tail)->next = t;
-    else
-        q->ovf.head = t;
-    q->ovf.tail = t;
+    weft_ulist_push(&q->ovf, t);
 }
 
 static void lv_push_back_slow(struct pq *q, int v, struct weft_uthread *t, int l,
@@ -450,13 +441,8 @@ static bool inbox_push(int v, struct weft_uthread *t, bool force)
     weft_spin_lock(&q->inbox_lock);
     bool ok = q->online || force;
     if (ok) {
-        L(t)->next = NULL;
         flags_set(t, flags_of(t) & F_RAN);
-        if (q->inbox.tail)
-            L(q->inbox.tail)->next = t;
-        else
-            q->inbox.head = t;
-        q->inbox.tail = t;
+        weft_ulist_push(&q->inbox, t);
     }
     weft_spin_unlock(&q->inbox_lock);
     if (ok)
@@ -479,7 +465,7 @@ static void set_mode(struct pq *q)
  * aged) to the back of its level. */
 static void resort(struct pq *q, int me)
 {
-    struct list moved = { NULL, NULL };
+    struct weft_ulist moved = { NULL, NULL };
     own_lock(q);
     for (uint64_t b = bits_of(q); b; b &= b - 1) {
         int l = __builtin_ctzll(b);
@@ -488,12 +474,7 @@ static void resort(struct pq *q, int me)
             struct weft_uthread *t = lv->v[i & lv->mask];
             if (t && level_of(t) != l && !(flags_of(t) & F_AGED)) {
                 lv_unlink(q, t, l);
-                L(t)->next = NULL;
-                if (moved.tail)
-                    L(moved.tail)->next = t;
-                else
-                    moved.head = t;
-                moved.tail = t;
+                weft_ulist_push(&moved, t);
             }
         }
     }
@@ -714,7 +695,7 @@ static struct weft_uthread *take_local_prio(int me)
 static struct weft_uthread *grab(struct pq *q, int me, int v, int l)
 {
     struct pq *vq = &pqs[v];
-    struct list got = { NULL, NULL };
+    struct weft_ulist got = { NULL, NULL };
     unsigned n = 0;
     if (!remote_lock(vq))
         return NULL;
@@ -731,12 +712,7 @@ static struct weft_uthread *grab(struct pq *q, int me, int v, int l)
             if (!t || (L(t)->flags & WEFT_PINNED))
                 continue;
             lv_unlink(vq, t, l);
-            L(t)->next = NULL;
-            if (got.tail)
-                L(got.tail)->next = t;
-            else
-                got.head = t;
-            got.tail = t;
+            weft_ulist_push(&got, t);
             n++;
         }
     }
@@ -1211,7 +1187,7 @@ static void vcore_up_prio(int id)
 static void vcore_down_prio(int id)
 {
     struct pq *q = &pqs[id];
-    struct list out = { NULL, NULL };
+    struct weft_ulist out = { NULL, NULL };
     qlock(&q->lock);
     weft_spin_lock(&q->inbox_lock);
     q->online = false;
@@ -1221,12 +1197,7 @@ static void vcore_down_prio(int id)
     for (uint64_t b = bits_of(q); b; b = bits_of(q)) {
         int l = top_of(b);
         struct weft_uthread *t = lv_pop(q, l);
-        L(t)->next = NULL;
-        if (out.tail)
-            L(out.tail)->next = t;
-        else
-            out.head = t;
-        out.tail = t;
+        weft_ulist_push(&out, t);
     }
     if (q->ovf.head) {
         if (out.tail)
@@ -1284,13 +1255,13 @@ static int init_prio(int nvcores)
         atomic_init(&q->bits, 0);
         for (int l = 0; l < NLEVELS; l++)
             q->lv[l] = (struct level){ NULL, 0, 0, 0, 0, NULL, 0 };
-        q->ovf = (struct list){ NULL, NULL };
+        q->ovf = (struct weft_ulist){ NULL, NULL };
         atomic_init(&q->cur, NONE);
         atomic_init(&q->ceding, false);
         atomic_init(&q->want_steal, false);
         atomic_init(&q->pending, 0);
         q->inbox_lock = (weft_spinlock_t)WEFT_SPINLOCK_INIT;
-        q->inbox = (struct list){ NULL, NULL };
+        q->inbox = (struct weft_ulist){ NULL, NULL };
     }
     npq = nvcores;
     atomic_init(&nup, 0);

@@ -88,10 +88,6 @@
 
 typedef struct weft_uthread *_Atomic slot_t;
 
-/* A uthread list linked by weft_uthread_link()->next. */
-struct list {
-    struct weft_uthread *head, *tail;
-};
 
 struct ring {
     _Atomic uint32_t head;           /* oldest queued: the owner and thieves advance it */
@@ -116,7 +112,7 @@ struct vq {
     unsigned wchain;                 /* decisions in a row taken from next or the woken ring */
     unsigned inject_tick;            /* decisions until the injection queue comes first */
     bool pin_turn;                   /* the pinned list's turn to run */
-    struct list pinned;              /* pinned here and queued here */
+    struct weft_ulist pinned;        /* pinned here and queued here */
     struct spill spill[2];           /* overflow of ring[W], ring[P] */
     int poke_victim;                 /* as a thief: the vcore whose stuck next we watch */
     unsigned watch_tick;             /* steal rounds, to pace the looks at next */
@@ -126,7 +122,7 @@ struct vq {
     _Alignas(64) struct ring ring[2];
     /* Other vcores push here. */
     _Alignas(64) weft_spinlock_t inbox_lock;
-    struct list inbox;               /* guarded by inbox_lock */
+    struct weft_ulist inbox;         /* guarded by inbox_lock */
     _Atomic bool inbox_has;          /* inbox is not empty; written under inbox_lock */
     _Alignas(64) slot_t buf[2][RING];/* the rings' slots */
 };
@@ -139,7 +135,7 @@ static bool solo;                    /* one vcore: no thieves, no RMW on the rin
 /* The injection queue: work from outside kernel threads, and overflow. */
 static struct {
     weft_spinlock_t lock;            /* l */
-    struct list l;                   /* guarded by lock */
+    struct weft_ulist l;             /* guarded by lock */
     _Atomic unsigned len;            /* written under lock, read anywhere */
 } __attribute__((aligned(64))) inj;
 
@@ -151,27 +147,6 @@ static inline struct weft_sched_link *L(struct weft_uthread *t)
 static inline bool pinned(struct weft_uthread *t)
 {
     return L(t)->flags & WEFT_PINNED;
-}
-
-static void list_push(struct list *l, struct weft_uthread *t)
-{
-    L(t)->next = NULL;
-    if (l->tail)
-        L(l->tail)->next = t;
-    else
-        l->head = t;
-    l->tail = t;
-}
-
-static struct weft_uthread *list_pop(struct list *l)
-{
-    struct weft_uthread *t = l->head;
-    if (t) {
-        l->head = L(t)->next;
-        if (!l->head)
-            l->tail = NULL;
-    }
-    return t;
 }
 
 /* ---- the injection queue ------------------------------------------------------ */
@@ -364,7 +339,7 @@ static struct weft_uthread *ring_grab(struct vq *v, struct vq *q, int c)
 static void queue_here(struct vq *q, struct weft_uthread *t, bool paused)
 {
     if (pinned(t))
-        list_push(&q->pinned, t);
+        weft_ulist_push(&q->pinned, t);
     else
         q_push(q, paused ? P : W, t);
 }
@@ -463,8 +438,8 @@ static __attribute__((noinline)) struct weft_uthread *take_slow(struct vq *q)
             return t;
     }
     if (q->pinned.head && (q->pin_turn = !q->pin_turn))
-        return list_pop(&q->pinned);
-    if ((t = take_rings(q)) != NULL || (t = list_pop(&q->pinned)) != NULL)
+        return weft_ulist_pop(&q->pinned);
+    if ((t = take_rings(q)) != NULL || (t = weft_ulist_pop(&q->pinned)) != NULL)
         return t;
     return inject_take(q);
 }
@@ -674,7 +649,7 @@ static void inbox_push(int v, struct weft_uthread *t)
 {
     struct vq *q = &vqs[v];
     weft_spin_lock(&q->inbox_lock);
-    list_push(&q->inbox, t);
+    weft_ulist_push(&q->inbox, t);
     atomic_store_explicit(&q->inbox_has, true, memory_order_relaxed);
     weft_spin_unlock(&q->inbox_lock);
     weft_sched_note_shared(1);
@@ -702,7 +677,7 @@ static __attribute__((noinline)) void runnable_slow(struct weft_uthread *t)
     }
     struct vq *q = &vqs[me];
     if (l->flags & WEFT_PINNED) { /* pinned here: only we may take it */
-        list_push(&q->pinned, t);
+        weft_ulist_push(&q->pinned, t);
         return;
     }
     if (!l->by_uthread) {
@@ -819,7 +794,7 @@ static int init_ws(int nvcores)
         q->chain = q->wchain = 0;
         q->inject_tick = INJECT_EVERY;
         q->pin_turn = false;
-        q->pinned = (struct list){ NULL, NULL };
+        q->pinned = (struct weft_ulist){ NULL, NULL };
         q->poke_victim = -1;
         q->watch_tick = 0;
         q->poke_looks = 0;
@@ -830,11 +805,11 @@ static int init_ws(int nvcores)
             q->spill[c] = (struct spill){ NULL, 0, 0, 0 };
         }
         q->inbox_lock = (weft_spinlock_t)WEFT_SPINLOCK_INIT;
-        q->inbox = (struct list){ NULL, NULL };
+        q->inbox = (struct weft_ulist){ NULL, NULL };
         atomic_init(&q->inbox_has, false);
     }
     inj.lock = (weft_spinlock_t)WEFT_SPINLOCK_INIT;
-    inj.l = (struct list){ NULL, NULL };
+    inj.l = (struct weft_ulist){ NULL, NULL };
     atomic_init(&inj.len, 0);
     nvq = nvcores;
     solo = nvcores == 1;
