@@ -312,7 +312,7 @@ void weft__events_handle(struct weft__vcore *vc)
         return;
     uint64_t n = 0;
     if (bits & (1ull << WEFT_EV_PREEMPT)) {
-        vc->preempt_now = vc->preempt_for == atomic_load_explicit(&vc->nrun, memory_order_relaxed);
+        vc->preempt_now = vc->tick.preempt_for == atomic_load_explicit(&vc->nrun, memory_order_relaxed);
         n++;
     }
     /* Alarms and I/O found by a tick: whoever they wake should not wait

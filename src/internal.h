@@ -24,6 +24,7 @@
 #include "sys.h"
 #include "san.h"
 #include "spin.h"
+#include "preempt.h"
 #include "stackcopy.h"
 
 #define WEFT__CACHELINE 64
@@ -202,6 +203,39 @@ enum weft__idle { WEFT__BUSY = 0, WEFT__SPINNING, WEFT__PARKING, WEFT__OFFLINE }
 
 #define WEFT__TRACE 16 /* decisions kept per vcore for weft_dump() */
 
+/* A vcore's idle loop pacing (vcore.c, vcore_idle); own vcore only. */
+struct weft__vcore_spin {
+    uint64_t until;                  /* end of the current spin, ns */
+    unsigned rounds;                 /* idle rounds, to pace clock reads */
+    uint64_t look_nrun;              /* nrun when the current idle moment began */
+    unsigned look_rounds;            /* its rounds looking before counting as spinning */
+};
+
+/* A vcore's part of the park protocol (vcore.c: see its design comment),
+ * on a line of its own: kickers write it. */
+struct weft__vcore_park {
+    _Alignas(WEFT__CACHELINE) uint32_t word; /* futex: 1 = wake up; set by kickers */
+    _Atomic bool parked;             /* on the idle list; written under rt.idle_lock */
+    _Atomic bool in_poller;          /* about to sleep in the poller, or in it; own vcore
+                                        writes, kickers read (vcore_signal) */
+    struct weft__vcore *next;        /* the idle list's link; guarded by rt.idle_lock */
+    /* The last WEFT__TRACE park/kick decisions, for weft_dump(): written by
+     * this vcore's kernel thread only (relaxed), read anywhere. */
+    struct weft__trace {
+        _Atomic uint64_t t_ns;       /* when */
+        _Atomic int kind;            /* enum weft__trace_kind */
+        _Atomic int arg;             /* the other vcore, or a detail */
+    } trace[WEFT__TRACE];
+    _Atomic unsigned trace_n;        /* entries written so far */
+};
+
+/* A vcore's cache of freed default-size uthread shells (stack.c), LIFO,
+ * linked by cache_next; own vcore only. */
+struct weft__stack_cache {
+    struct weft_uthread *list;
+    int n;
+};
+
 struct weft__vcore {
     int id;                          /* fixed */
     int cpu;                         /* fixed: the CPU it is pinned to */
@@ -230,10 +264,7 @@ struct weft__vcore {
     _Atomic int idle;                /* enum weft__idle; written by this vcore only */
     int *errno_addr;                 /* this kernel thread's errno: uthreads' errno is
                                         saved from and restored to it by vcore context */
-    uint64_t spin_until;             /* end of the current spin, ns */
-    unsigned spin_rounds;            /* idle rounds, to pace clock reads */
-    uint64_t look_nrun;              /* nrun when the current idle moment began */
-    unsigned look_rounds;            /* its rounds looking before counting as spinning */
+    struct weft__vcore_spin spin;    /* the idle loop's pacing (vcore.c) */
     uint32_t rand;                   /* weft_sched_rand() state */
     char *stack_lo;                  /* vcore-context stack */
     size_t stack_size;
@@ -243,8 +274,7 @@ struct weft__vcore {
     size_t thread_stack_size;
     struct weft__san san;            /* vcore context's sanitizer state */
     void *altstack;                  /* SIGSEGV alternate stack */
-    struct weft_uthread *cache;      /* stack cache (default-size shells) */
-    int ncache;
+    struct weft__stack_cache stacks; /* default-size shells (stack.c) */
     struct weft_alarm *firing;       /* alarm whose callback runs here, or NULL */
     unsigned decisions;              /* scheduling decisions, to pace busy polls */
     pthread_t thread;                /* fixed after start */
@@ -264,19 +294,9 @@ struct weft__vcore {
                                         under rt.resize_lock */
     _Atomic bool up;                 /* it is online (ops->vcore_up ran, vcore_down not
                                         since); own vcore writes, releasers read */
-    uint64_t preempt_for;            /* the nrun the pending preemption is meant for;
-                                        written by the tick (this thread's handler) */
-    uint64_t tick_nrun;              /* nrun at the last tick; handler only */
-    bool retry_pending;              /* the retry timer is armed; handler only */
-    uint64_t stretch_start;          /* time nrun last changed, as seen by the ticks */
-    void *ptimer;                    /* timer_t of the periodic tick; fixed after start */
-    void *rtimer;                    /* timer_t of the retry of a deferred notification */
-    _Atomic bool has_timers;         /* both timers were created */
+    struct weft__vcore_tick tick;    /* ticks and retries (preempt.c, preempt.h) */
     void *thread_tp;                 /* the kernel thread's own thread pointer (tls.c);
                                         fixed after start */
-    unsigned char *yield_flagp;      /* this vcore thread's weft__yield_flag; fixed
-                                        after start (yield.c, the yield pass) */
-    _Atomic uint64_t yield_for;      /* the nrun the flag was set for; the ticker */
     struct weft__vcore_counters {    /* weft_stats(); each written by one context of
                                         this vcore only, read anywhere (relaxed) */
         _Atomic uint64_t notifs, events, taken, deferred, longest;
@@ -288,20 +308,7 @@ struct weft__vcore {
                                         (weft's own; WEFT__EV_SIGQ: sigq holds some) */
     _Atomic bool notif_sent;         /* a notification signal is on its way; cleared by
                                         handle_events before it takes ev_bits */
-    /* park protocol, see vcore.c */
-    _Alignas(WEFT__CACHELINE) uint32_t park_word; /* futex: 1 = wake up; set by kickers */
-    _Atomic bool parked;             /* on the idle list; written under rt.idle_lock */
-    _Atomic bool in_poller;          /* about to sleep in the poller, or in it; own vcore
-                                        writes, kickers read (vcore_signal) */
-    struct weft__vcore *idle_next;   /* guarded by rt.idle_lock */
-    /* The last WEFT__TRACE park/kick decisions, for weft_dump(): written by
-     * this vcore's kernel thread only (relaxed), read anywhere. */
-    struct weft__trace {
-        _Atomic uint64_t t_ns;       /* when */
-        _Atomic int kind;            /* enum weft__trace_kind */
-        _Atomic int arg;             /* the other vcore, or a detail */
-    } trace[WEFT__TRACE];
-    _Atomic unsigned trace_n;        /* entries written so far */
+    struct weft__vcore_park park;    /* the park protocol (vcore.c) */
     _Alignas(WEFT__CACHELINE) struct weft__heap heap; /* alarms started here */
     _Alignas(WEFT__CACHELINE) struct weft__sigq sigq; /* signal handlers' leftovers */
 } __attribute__((aligned(WEFT__CACHELINE)));
@@ -349,7 +356,7 @@ struct weft__runtime {
     size_t stack_size;               /* default stack size; fixed while running */
     _Alignas(WEFT__CACHELINE) _Atomic int nspinning; /* vcores spinning for work */
     _Atomic int nparked;             /* vcores on the idle list */
-    uint32_t idle_lock;              /* spinlock: idle list, vcore->parked */
+    uint32_t idle_lock;              /* spinlock: idle list, vcore->park.parked */
     struct weft__vcore *idle;        /* parked vcores, LIFO */
     int duty_vcore;                  /* the parked vcore with the alarm and poller duty
                                         (it sleeps until the nearest alarm, in the

@@ -272,18 +272,18 @@ static void tick(struct weft__vcore *vc)
 {
     uint64_t now = clock_ns();
     uint64_t n = atomic_load_explicit(&vc->nrun, memory_order_relaxed);
-    if (vc->current && n == vc->tick_nrun) {
+    if (vc->current && n == vc->tick.nrun) {
         /* Never negative, whatever the order two ticks read the clock in. */
-        uint64_t stretch = now > vc->stretch_start ? now - vc->stretch_start : 0;
+        uint64_t stretch = now > vc->tick.stretch_start ? now - vc->tick.stretch_start : 0;
         if (stretch > atomic_load_explicit(&vc->st.longest, memory_order_relaxed))
             atomic_store_explicit(&vc->st.longest, stretch, memory_order_relaxed);
         if (preempt_signals) {
-            vc->preempt_for = n;
+            vc->tick.preempt_for = n;
             weft__event_post_bits(vc, 1ull << WEFT_EV_PREEMPT);
         }
     } else {
-        vc->tick_nrun = n;
-        vc->stretch_start = now;
+        vc->tick.nrun = n;
+        vc->tick.stretch_start = now;
     }
     post_due(vc, now);
 }
@@ -294,12 +294,12 @@ static void tick(struct weft__vcore *vc)
  * period. */
 static void retry_later(struct weft__vcore *vc)
 {
-    vc->retry_pending = true;
+    vc->tick.retry_pending = true;
     uint64_t ns = (uint64_t)atomic_load_explicit(&period_us, memory_order_relaxed) * 250u;
     if (!ns || ns > RETRY_NS)
         ns = RETRY_NS;
     struct itimerspec its = { .it_value = { 0, (long)ns } };
-    timer_settime((timer_t)vc->rtimer, 0, &its, NULL);
+    timer_settime((timer_t)vc->tick.rtimer, 0, &its, NULL);
 }
 
 /* from_ticker(): the ticker thread saw nrun == seen on vc for a whole period
@@ -308,7 +308,7 @@ static void from_ticker(struct weft__vcore *vc, uintptr_t v)
 {
     uint64_t seen = v >> 1;
     if ((v & 1) && vc->current && atomic_load_explicit(&vc->nrun, memory_order_relaxed) == seen) {
-        vc->preempt_for = seen;
+        vc->tick.preempt_for = seen;
         weft__event_post_bits(vc, 1ull << WEFT_EV_PREEMPT);
     }
     post_due(vc, clock_ns());
@@ -329,7 +329,7 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
     int saved = errno;
     counter_add(&vc->st.notifs, 1);
     if (si->si_code == SI_TIMER && si->si_value.sival_int == SIGV_RETRY)
-        vc->retry_pending = false;
+        vc->tick.retry_pending = false;
     if (si->si_code == SI_TIMER && si->si_value.sival_int == SIGV_TICK)
         tick(vc);
     else if (si->si_code == SI_QUEUE && si->si_pid == getpid())
@@ -355,7 +355,7 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
          * looked already and is about to run a uthread, which may run on
          * without deciding: notif_sent stays set until the events are
          * handled, so no other signal would come. Look again soon. */
-        if (!vc->retry_pending && atomic_load_explicit(&vc->has_timers, memory_order_relaxed))
+        if (!vc->tick.retry_pending && atomic_load_explicit(&vc->tick.has_timers, memory_order_relaxed))
             retry_later(vc);
         goto out;
     }
@@ -371,8 +371,8 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
             counter_add(&vc->st.deferred, 1);
         /* Disabled: weft_notifs_enable delivers. Unsafe code: look again
          * soon, one retry at a time. */
-        if (ut->notif_depth == 0 && !vc->retry_pending &&
-            atomic_load_explicit(&vc->has_timers, memory_order_relaxed))
+        if (ut->notif_depth == 0 && !vc->tick.retry_pending &&
+            atomic_load_explicit(&vc->tick.has_timers, memory_order_relaxed))
             retry_later(vc);
         goto out;
     }
@@ -457,15 +457,15 @@ static bool use_ticker(void)
 
 static bool ticks_itself(struct weft__vcore *vc)
 {
-    return !use_ticker() && atomic_load_explicit(&vc->has_timers, memory_order_acquire);
+    return !use_ticker() && atomic_load_explicit(&vc->tick.has_timers, memory_order_acquire);
 }
 
 /* set_flag(): ask the yield pass's checks on vc to yield, for run r. */
 static void set_flag(struct weft__vcore *vc, uint64_t r)
 {
-    atomic_store_explicit(&vc->yield_for, r, memory_order_release);
-    if (vc->yield_flagp)
-        __atomic_store_n(vc->yield_flagp, 1, __ATOMIC_RELEASE);
+    atomic_store_explicit(&vc->tick.yield_for, r, memory_order_release);
+    if (vc->tick.yield_flagp)
+        __atomic_store_n(vc->tick.yield_flagp, 1, __ATOMIC_RELEASE);
 }
 
 /* ticker_place() pins the ticker to the CPUs of our affinity mask that no
@@ -607,7 +607,7 @@ static void arm_tick(struct weft__vcore *vc, unsigned us)
         its.it_value.tv_nsec = (long)(us % 1000000u) * 1000;
         its.it_interval = its.it_value;
     }
-    timer_settime((timer_t)vc->ptimer, 0, &its, NULL);
+    timer_settime((timer_t)vc->tick.ptimer, 0, &its, NULL);
 }
 
 static bool period_ok(unsigned us)
@@ -624,7 +624,7 @@ int weft_set_preempt_period(unsigned us)
     bool outside = !weft__vc_at_entry();
     if (!outside || weft__outside_enter(WEFT__GATE_USE) == 0) {
         for (int i = 0; i < rt->nvcores; i++)
-            if (atomic_load(&rt->vcores[i].has_timers))
+            if (atomic_load(&rt->vcores[i].tick.has_timers))
                 arm_tick(&rt->vcores[i], use_ticker() ? 0 : us);
         if (outside)
             weft__outside_leave();
@@ -689,8 +689,8 @@ void weft__notif_vcore_start(struct weft__vcore *vc)
 {
     __atomic_store_n(&weft__yield_flag, 0, __ATOMIC_RELAXED);
     weft__yield_count = 0;
-    vc->yield_flagp = &weft__yield_flag; /* published by the tid store */
-    atomic_store(&vc->yield_for, UINT64_MAX);
+    vc->tick.yield_flagp = &weft__yield_flag; /* published by the tid store */
+    atomic_store(&vc->tick.yield_for, UINT64_MAX);
     atomic_store(&vc->tid, (int)syscall(SYS_gettid));
     sigset_t set;
     sigemptyset(&set);
@@ -710,9 +710,9 @@ void weft__notif_vcore_start(struct weft__vcore *vc)
             return;
         }
     }
-    vc->ptimer = (void *)t[0];
-    vc->rtimer = (void *)t[1];
-    atomic_store_explicit(&vc->has_timers, true, memory_order_release);
+    vc->tick.ptimer = (void *)t[0];
+    vc->tick.rtimer = (void *)t[1];
+    atomic_store_explicit(&vc->tick.has_timers, true, memory_order_release);
     /* A weft_set_preempt_period() between our load and our arming may have
      * armed us first: arm until the period we armed is the current one. */
     unsigned us;
@@ -726,15 +726,15 @@ void weft__notif_vcore_start(struct weft__vcore *vc)
 void weft__notif_sleeping(struct weft__vcore *vc, bool asleep)
 {
     unsigned us = atomic_load_explicit(&period_us, memory_order_relaxed);
-    if (us && !use_ticker() && atomic_load_explicit(&vc->has_timers, memory_order_relaxed))
+    if (us && !use_ticker() && atomic_load_explicit(&vc->tick.has_timers, memory_order_relaxed))
         arm_tick(vc, asleep ? 0 : us);
 }
 
 void weft__notif_vcore_stop(struct weft__vcore *vc)
 {
-    if (!atomic_load(&vc->has_timers))
+    if (!atomic_load(&vc->tick.has_timers))
         return;
-    atomic_store(&vc->has_timers, false);
-    timer_delete((timer_t)vc->ptimer);
-    timer_delete((timer_t)vc->rtimer);
+    atomic_store(&vc->tick.has_timers, false);
+    timer_delete((timer_t)vc->tick.ptimer);
+    timer_delete((timer_t)vc->tick.rtimer);
 }

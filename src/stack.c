@@ -286,16 +286,16 @@ void weft__stack_forked(void)
 
 int weft__stack_vcore_init(struct weft__vcore *vc)
 {
-    vc->cache = NULL;
-    vc->ncache = 0;
+    vc->stacks.list = NULL;
+    vc->stacks.n = 0;
     return 0;
 }
 
 void weft__stack_vcore_fini(struct weft__vcore *vc)
 {
-    unmap_list(vc->cache);
-    vc->cache = NULL;
-    vc->ncache = 0;
+    unmap_list(vc->stacks.list);
+    vc->stacks.list = NULL;
+    vc->stacks.n = 0;
 }
 
 /* ---- allocation ------------------------------------------------------------------ */
@@ -376,22 +376,22 @@ struct weft_uthread *weft__uthread_alloc(size_t size)
     struct weft_uthread *t = NULL;
     if (size == weft__rt.stack_size) {
         struct weft__vcore *vc = weft__vc();
-        if (vc && !vc->cache) { /* refill from the global cache */
+        if (vc && !vc->stacks.list) { /* refill from the global cache */
             weft__spin_lock(&global_cache.lock);
-            while (global_cache.list && vc->ncache < CACHE_BATCH) {
+            while (global_cache.list && vc->stacks.n < CACHE_BATCH) {
                 struct weft_uthread *c = global_cache.list;
                 global_cache.list = c->cache_next;
                 global_cache.n--;
-                c->cache_next = vc->cache;
-                vc->cache = c;
-                vc->ncache++;
+                c->cache_next = vc->stacks.list;
+                vc->stacks.list = c;
+                vc->stacks.n++;
             }
             weft__spin_unlock(&global_cache.lock);
         }
-        if (vc && vc->cache) {
-            t = vc->cache;
-            vc->cache = t->cache_next;
-            vc->ncache--;
+        if (vc && vc->stacks.list) {
+            t = vc->stacks.list;
+            vc->stacks.list = t->cache_next;
+            vc->stacks.n--;
         } else if (!vc) {
             weft__spin_lock(&global_cache.lock);
             t = global_cache.list;
@@ -418,23 +418,23 @@ void weft__uthread_free(struct weft_uthread *t)
     bool running = atomic_load_explicit(&weft__rt.state, memory_order_relaxed) == WEFT__RUNNING_RT;
     if (running && t->asked_size == weft__rt.stack_size) {
         struct weft__vcore *vc = weft__vc();
-        if (vc && vc->ncache == VCORE_CACHE_MAX) { /* full: a batch to the global cache */
+        if (vc && vc->stacks.n == VCORE_CACHE_MAX) { /* full: a batch to the global cache */
             weft__spin_lock(&global_cache.lock);
-            while (vc->ncache > VCORE_CACHE_MAX - CACHE_BATCH &&
+            while (vc->stacks.n > VCORE_CACHE_MAX - CACHE_BATCH &&
                    global_cache.n < GLOBAL_CACHE_MAX) {
-                struct weft_uthread *c = vc->cache;
-                vc->cache = c->cache_next;
-                vc->ncache--;
+                struct weft_uthread *c = vc->stacks.list;
+                vc->stacks.list = c->cache_next;
+                vc->stacks.n--;
                 c->cache_next = global_cache.list;
                 global_cache.list = c;
                 global_cache.n++;
             }
             weft__spin_unlock(&global_cache.lock);
         }
-        if (vc && vc->ncache < VCORE_CACHE_MAX) {
-            t->cache_next = vc->cache;
-            vc->cache = t;
-            vc->ncache++;
+        if (vc && vc->stacks.n < VCORE_CACHE_MAX) {
+            t->cache_next = vc->stacks.list;
+            vc->stacks.list = t;
+            vc->stacks.n++;
             return;
         }
         if (!vc) {

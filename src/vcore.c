@@ -62,7 +62,7 @@
  * sched_entry (which steals) while it still counts as busy, so the short
  * idle moments of a vcore that waits for another's reply touch no
  * run-wide counter. Then it *spins*: it keeps calling sched_entry until
- * weft__spin_ns have passed, then *parks* on its futex park_word. At
+ * weft__spin_ns have passed, then *parks* on its futex park.word. At
  * most half of the vcores that are not parked spin that long
  * (Go's rule: idle vcores must not crowd the busy ones' queues); one over
  * it spins a tenth as long, and one with pinned uthreads (their work comes
@@ -226,14 +226,14 @@ void weft_dump(int fd)
         dump_line(fd, "  vcore %d: %s%s, decisions %llu, kicks sent %llu, parks %llu, events "
                       "pending %#llx, park word %u\n",
                   i, idle >= 0 && idle < 4 ? idle_names[idle] : "?",
-                  atomic_load_explicit(&vc->parked, memory_order_relaxed) ? " (on the idle list)" : "",
+                  atomic_load_explicit(&vc->park.parked, memory_order_relaxed) ? " (on the idle list)" : "",
                   (unsigned long long)st.decisions, (unsigned long long)st.kicks,
                   (unsigned long long)st.parks,
                   (unsigned long long)atomic_load_explicit(&vc->ev_bits, memory_order_relaxed),
-                  __atomic_load_n(&vc->park_word, __ATOMIC_RELAXED));
-        unsigned n = atomic_load_explicit(&vc->trace_n, memory_order_acquire);
+                  __atomic_load_n(&vc->park.word, __ATOMIC_RELAXED));
+        unsigned n = atomic_load_explicit(&vc->park.trace_n, memory_order_acquire);
         for (unsigned k = n > WEFT__TRACE ? n - WEFT__TRACE : 0; k < n; k++) {
-            struct weft__trace *e = &vc->trace[k % WEFT__TRACE];
+            struct weft__trace *e = &vc->park.trace[k % WEFT__TRACE];
             int kind = atomic_load_explicit(&e->kind, memory_order_relaxed);
             uint64_t t = atomic_load_explicit(&e->t_ns, memory_order_relaxed);
             dump_line(fd, "    %10.3f ms ago: %s %d\n", t <= now ? (double)(now - t) / 1e6 : 0.0,
@@ -487,24 +487,24 @@ static void idle_remove_locked(struct weft__vcore *vc)
 {
     struct weft__vcore **pp = &weft__rt.idle;
     while (*pp && *pp != vc)
-        pp = &(*pp)->idle_next;
+        pp = &(*pp)->park.next;
     if (!*pp)
         weft__panic("vcore %d marked parked but not on the idle list", vc->id);
-    *pp = vc->idle_next;
-    vc->idle_next = NULL;
-    atomic_store_explicit(&vc->parked, false, memory_order_relaxed);
+    *pp = vc->park.next;
+    vc->park.next = NULL;
+    atomic_store_explicit(&vc->park.parked, false, memory_order_relaxed);
     atomic_fetch_sub(&weft__rt.nparked, 1);
 }
 
 /* vcore_signal() wakes vc from its park: its futex, or the poller if it
- * sleeps there. Dekker with vcore_sleep(): we set park_word then read
- * in_poller, it sets in_poller then reads park_word (both seq_cst), so either
+ * sleeps there. Dekker with vcore_sleep(): we set park.word then read
+ * in_poller, it sets in_poller then reads park.word (both seq_cst), so either
  * it does not go to sleep or we interrupt the poller. */
 static void vcore_signal_how(struct weft__vcore *vc, bool in_handler)
 {
-    atomic_store_explicit(WEFT__AT(&vc->park_word), 1, memory_order_seq_cst);
-    if (!atomic_load_explicit(&vc->in_poller, memory_order_seq_cst))
-        weft__futex_wake(&vc->park_word, 1);
+    atomic_store_explicit(WEFT__AT(&vc->park.word), 1, memory_order_seq_cst);
+    if (!atomic_load_explicit(&vc->park.in_poller, memory_order_seq_cst))
+        weft__futex_wake(&vc->park.word, 1);
     else if (in_handler)
         weft__notif_signal(vc); /* EINTR: the poller's own wake-up may take a lock */
     else
@@ -529,12 +529,12 @@ enum weft__trace_kind {
 /* trace_note() records one decision of vc (its own kernel thread). */
 static inline void trace_note(struct weft__vcore *vc, int kind, int arg)
 {
-    unsigned n = atomic_load_explicit(&vc->trace_n, memory_order_relaxed);
-    struct weft__trace *e = &vc->trace[n % WEFT__TRACE];
+    unsigned n = atomic_load_explicit(&vc->park.trace_n, memory_order_relaxed);
+    struct weft__trace *e = &vc->park.trace[n % WEFT__TRACE];
     atomic_store_explicit(&e->t_ns, weft__now_ns(), memory_order_relaxed);
     atomic_store_explicit(&e->kind, kind, memory_order_relaxed);
     atomic_store_explicit(&e->arg, arg, memory_order_relaxed);
-    atomic_store_explicit(&vc->trace_n, n + 1, memory_order_release);
+    atomic_store_explicit(&vc->park.trace_n, n + 1, memory_order_release);
 }
 
 /* vcore_sleep() is the one place vcore context blocks (invariant 4): on
@@ -548,19 +548,19 @@ static void vcore_sleep(struct weft__vcore *vc, bool duty, uint64_t deadline)
     /* An event posted to us (ev_bits, an RMW) pairs with our fence in
      * vcore_park like a kick does: we see it here or its sender sees us
      * parked and wakes us. */
-    while (atomic_load_explicit(WEFT__AT(&vc->park_word), memory_order_acquire) == 0 &&
+    while (atomic_load_explicit(WEFT__AT(&vc->park.word), memory_order_acquire) == 0 &&
            atomic_load_explicit(&vc->ev_bits, memory_order_relaxed) == 0 &&
            atomic_load_explicit(&rt->state, memory_order_relaxed) == WEFT__RUNNING_RT) {
         if (!poll) {
-            if (weft__futex_wait(&vc->park_word, 0, deadline) == ETIMEDOUT)
+            if (weft__futex_wait(&vc->park.word, 0, deadline) == ETIMEDOUT)
                 return;
             continue;
         }
-        atomic_store_explicit(&vc->in_poller, true, memory_order_seq_cst);
+        atomic_store_explicit(&vc->park.in_poller, true, memory_order_seq_cst);
         int woke = 0;
-        if (atomic_load_explicit(WEFT__AT(&vc->park_word), memory_order_seq_cst) == 0)
+        if (atomic_load_explicit(WEFT__AT(&vc->park.word), memory_order_seq_cst) == 0)
             woke = weft__io_poll(deadline);
-        atomic_store_explicit(&vc->in_poller, false, memory_order_relaxed);
+        atomic_store_explicit(&vc->park.in_poller, false, memory_order_relaxed);
         if (woke > 0 || (deadline != UINT64_MAX && weft__now_ns() >= deadline))
             return;
     }
@@ -576,7 +576,7 @@ static WEFT__NOINLINE void kick_slow(int hint)
     weft__spin_lock(&weft__rt.idle_lock);
     struct weft__vcore *vc = NULL;
     if (hint >= 0 && hint < weft__rt.nvcores &&
-        atomic_load_explicit(&weft__rt.vcores[hint].parked, memory_order_relaxed))
+        atomic_load_explicit(&weft__rt.vcores[hint].park.parked, memory_order_relaxed))
         vc = &weft__rt.vcores[hint];
     else
         vc = weft__rt.idle;
@@ -648,16 +648,16 @@ void weft_vcore_wake(int id)
         return;
     struct weft__vcore *vc = &weft__rt.vcores[id];
     atomic_thread_fence(memory_order_seq_cst); /* partner: the fetch_sub in vcore_park */
-    if (!atomic_load_explicit(&vc->parked, memory_order_relaxed)) {
+    if (!atomic_load_explicit(&vc->park.parked, memory_order_relaxed)) {
         /* Busy or spinning: it will look at its queue. Asleep outside the
-         * idle list (a cede, offline): its nap looks at park_word
+         * idle list (a cede, offline): its nap looks at park.word
          * (partner: the fence in vcore_nap). */
         if (atomic_load_explicit(&vc->napping, memory_order_relaxed))
             vcore_signal(vc);
         return;
     }
     weft__spin_lock(&weft__rt.idle_lock);
-    bool took = atomic_load_explicit(&vc->parked, memory_order_relaxed);
+    bool took = atomic_load_explicit(&vc->park.parked, memory_order_relaxed);
     if (took) {
         idle_remove_locked(vc);
         atomic_fetch_add(&weft__rt.nspinning, 1);
@@ -674,7 +674,7 @@ void weft_vcore_wake(int id)
 void weft__vcore_wake_signal_safe(struct weft__vcore *vc)
 {
     atomic_thread_fence(memory_order_seq_cst); /* partner: the fence in vcore_park */
-    if (atomic_load_explicit(&vc->parked, memory_order_relaxed) ||
+    if (atomic_load_explicit(&vc->park.parked, memory_order_relaxed) ||
         atomic_load_explicit(&vc->napping, memory_order_relaxed))
         vcore_signal_how(vc, true); /* it leaves the idle list itself */
 }
@@ -684,7 +684,7 @@ void weft__vcore_became_busy(struct weft__vcore *vc)
 {
     if (idle_of(vc) == WEFT__PARKING) {
         weft__spin_lock(&weft__rt.idle_lock);
-        bool was_parked = atomic_load_explicit(&vc->parked, memory_order_relaxed);
+        bool was_parked = atomic_load_explicit(&vc->park.parked, memory_order_relaxed);
         if (was_parked)
             idle_remove_locked(vc);
         weft__spin_unlock(&weft__rt.idle_lock);
@@ -698,7 +698,7 @@ void weft__vcore_became_busy(struct weft__vcore *vc)
             return;
         }
         /* A kicker took us off the list and counted us as its spinner. */
-        atomic_store_explicit(WEFT__AT(&vc->park_word), 0, memory_order_relaxed);
+        atomic_store_explicit(WEFT__AT(&vc->park.word), 0, memory_order_relaxed);
         set_idle(vc, WEFT__SPINNING);
     }
     set_idle(vc, WEFT__BUSY);
@@ -714,9 +714,9 @@ static void vcore_park(struct weft__vcore *vc)
     weft__stat_add(&vc->st.shared_rmw, 4); /* idle lock, nparked, unlock, nspinning */
     /* Step 3: announce, stop spinning (full fence), re-check. */
     weft__spin_lock(&rt->idle_lock);
-    vc->idle_next = rt->idle;
+    vc->park.next = rt->idle;
     rt->idle = vc;
-    atomic_store_explicit(&vc->parked, true, memory_order_relaxed);
+    atomic_store_explicit(&vc->park.parked, true, memory_order_relaxed);
     atomic_fetch_add(&rt->nparked, 1);
     weft__spin_unlock(&rt->idle_lock);
     set_idle(vc, WEFT__PARKING);
@@ -748,7 +748,7 @@ static void vcore_park(struct weft__vcore *vc)
     trace_note(vc, WEFT__TR_PARK, duty);
     vcore_sleep(vc, duty, deadline);
     trace_note(vc, WEFT__TR_WOKE,
-               atomic_load_explicit(WEFT__AT(&vc->park_word), memory_order_relaxed) ? 1
+               atomic_load_explicit(WEFT__AT(&vc->park.word), memory_order_relaxed) ? 1
                : atomic_load_explicit(&vc->ev_bits, memory_order_relaxed)          ? 2
                                                                                    : 0);
     weft__notif_sleeping(vc, false);
@@ -759,7 +759,7 @@ static void vcore_park(struct weft__vcore *vc)
         rt->duty_until = UINT64_MAX;
         /* Kicked awake for work while timers or I/O wait: hand the duty on,
          * or they would wait for our next scheduling decision. */
-        if (atomic_load_explicit(&vc->parked, memory_order_relaxed) == false &&
+        if (atomic_load_explicit(&vc->park.parked, memory_order_relaxed) == false &&
             (weft__timers_next() != UINT64_MAX ||
              atomic_load_explicit(&weft__io_nwaiting, memory_order_relaxed) > 0) &&
             (heir = rt->idle) != NULL) {
@@ -772,17 +772,17 @@ static void vcore_park(struct weft__vcore *vc)
         vcore_signal(heir); /* it spins, then parks with the duty */
 
     weft__spin_lock(&rt->idle_lock);
-    bool still_parked = atomic_load_explicit(&vc->parked, memory_order_relaxed);
+    bool still_parked = atomic_load_explicit(&vc->park.parked, memory_order_relaxed);
     if (still_parked)
         idle_remove_locked(vc); /* timer or shutdown, not a kick */
     weft__spin_unlock(&rt->idle_lock);
     if (still_parked)
         atomic_fetch_add(&rt->nspinning, 1);
-    atomic_store_explicit(WEFT__AT(&vc->park_word), 0, memory_order_relaxed);
+    atomic_store_explicit(WEFT__AT(&vc->park.word), 0, memory_order_relaxed);
     set_idle(vc, WEFT__SPINNING);
-    vc->spin_until = weft__now_ns() + weft__spin_ns;
+    vc->spin.until = weft__now_ns() + weft__spin_ns;
     if (duty) /* any heap's due alarms, not just ours */
-        weft__timers_run_all(vc, vc->spin_until - weft__spin_ns);
+        weft__timers_run_all(vc, vc->spin.until - weft__spin_ns);
 }
 
 void weft__vcore_heap_armed(struct weft__vcore *owner, uint64_t deadline)
@@ -836,13 +836,13 @@ static WEFT__NOINLINE void vcore_idle(struct weft__vcore *vc)
          * may wake a parked one needlessly, never too few: the looker still
          * runs sched_entry, and it parks only through the counted spin. */
         uint64_t nrun = atomic_load_explicit(&vc->nrun, memory_order_relaxed);
-        if (nrun != vc->look_nrun) { /* a new idle moment */
-            vc->look_nrun = nrun;
-            vc->look_rounds = 0;
+        if (nrun != vc->spin.look_nrun) { /* a new idle moment */
+            vc->spin.look_nrun = nrun;
+            vc->spin.look_rounds = 0;
             if (io)
                 weft__io_poll(0); /* the work we ran out of may be waiting on I/O */
         }
-        if (vc->look_rounds++ < LOOK_ROUNDS) {
+        if (vc->spin.look_rounds++ < LOOK_ROUNDS) {
             weft__cpu_relax();
             return;
         }
@@ -860,18 +860,18 @@ static WEFT__NOINLINE void vcore_idle(struct weft__vcore *vc)
         set_idle(vc, WEFT__SPINNING);
         atomic_fetch_add(&weft__rt.nspinning, 1);
         weft__stat_add(&vc->st.shared_rmw, 1);
-        vc->spin_until = weft__now_ns() + (full ? weft__spin_ns : weft__spin_ns / 10);
+        vc->spin.until = weft__now_ns() + (full ? weft__spin_ns : weft__spin_ns / 10);
         return;
     }
     /* Look at the clock (and the poller) only every 32 rounds: in a VM a
      * clock read costs more than a round, and a round's length is the
      * latency of noticing new work. */
     weft__cpu_relax();
-    if (++vc->spin_rounds & 31)
+    if (++vc->spin.rounds & 31)
         return;
     if (io && weft__io_poll(0) > 0)
         return;
-    if (weft__now_ns() < vc->spin_until)
+    if (weft__now_ns() < vc->spin.until)
         return;
     vcore_park(vc);
 }
@@ -913,7 +913,7 @@ _Noreturn void weft__vcore_restart(struct weft__vcore *vc)
 
 /* ---- run-time vcore counts and cedes -------------------------------------------- */
 
-/* vcore_nap() sleeps on park_word outside the idle list until deadline, a
+/* vcore_nap() sleeps on park.word outside the idle list until deadline, a
  * weft_vcore_wake()/vcore_signal(), an event, or the runtime stopping.
  * Dekker with the wakers (weft_vcore_wake, the signal-safe wake, an event's
  * attention, weft__vcore_heap_armed): we publish napping, fence, then look;
@@ -925,13 +925,13 @@ static bool vcore_nap(struct weft__vcore *vc, uint64_t deadline)
     weft__notif_sleeping(vc, true); /* no preemption ticks while asleep */
     atomic_store_explicit(&vc->napping, true, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
-    while (atomic_load_explicit(WEFT__AT(&vc->park_word), memory_order_acquire) == 0 &&
+    while (atomic_load_explicit(WEFT__AT(&vc->park.word), memory_order_acquire) == 0 &&
            atomic_load_explicit(&vc->ev_bits, memory_order_relaxed) == 0 &&
            atomic_load_explicit(&rt->state, memory_order_relaxed) == WEFT__RUNNING_RT)
-        if (weft__futex_wait(&vc->park_word, 0, deadline) == ETIMEDOUT)
+        if (weft__futex_wait(&vc->park.word, 0, deadline) == ETIMEDOUT)
             break;
     atomic_store_explicit(&vc->napping, false, memory_order_relaxed);
-    atomic_store_explicit(WEFT__AT(&vc->park_word), 0, memory_order_relaxed);
+    atomic_store_explicit(WEFT__AT(&vc->park.word), 0, memory_order_relaxed);
     weft__notif_sleeping(vc, false);
     return atomic_load_explicit(&vc->ev_bits, memory_order_relaxed) != 0;
 }
@@ -983,7 +983,7 @@ static WEFT__NOINLINE void vcore_offline(struct weft__vcore *vc)
     set_idle(vc, WEFT__BUSY);
     if (atomic_load_explicit(&rt->state, memory_order_relaxed) != WEFT__RUNNING_RT)
         vcore_exit(vc);
-    vc->look_nrun = ~0ull; /* a fresh idle moment when it finds nothing */
+    vc->spin.look_nrun = ~0ull; /* a fresh idle moment when it finds nothing */
     rt->ops->vcore_up(vc->id);
     atomic_store_explicit(&vc->up, true, memory_order_release);
 }
@@ -1025,7 +1025,7 @@ int weft_vcores_request(int n)
     }
     weft__spin_unlock(&rt->resize_lock);
     for (int i = cur; !r && i < cur + n; i++)
-        vcore_signal(&rt->vcores[i]); /* its nap looks at park_word, then at online */
+        vcore_signal(&rt->vcores[i]); /* its nap looks at park.word, then at online */
     if (outside)
         weft__outside_leave();
     return r;

@@ -2,7 +2,7 @@
  * yield.c — the runtime side of the yield pass (<weft/yield.h>, plugin/).
  *
  * Instrumented code tests this kernel thread's weft__yield_flag at its
- * checks; the ticker (preempt.c) sets a vcore's flag through yield_flagp
+ * checks; the ticker (preempt.c) sets a vcore's flag through tick.yield_flagp
  * when the same uthread has run there for a whole quantum, after writing
  * the nrun it saw into yield_for. The slow path clears the flag and yields
  * only if the flag is still meant for the uthread running now (nrun ==
@@ -41,7 +41,7 @@ bool weft__yield_flags_wanted(void)
  * n, now, or at the outermost enable when it holds notifications off. */
 static void preempt_self(struct weft__vcore *vc, struct weft_uthread *ut, uint64_t n)
 {
-    vc->preempt_for = n;
+    vc->tick.preempt_for = n;
     weft__event_post_bits(vc, 1ull << WEFT_EV_PREEMPT);
     if (ut->notif_depth == 0 && ut->in_sched == 0)
         weft__notif_deliver(vc, ut);
@@ -55,7 +55,7 @@ void weft__yield_slow(void)
     if (!ut)
         return;
     uint64_t n = atomic_load_explicit(&vc->nrun, memory_order_relaxed);
-    if (atomic_load_explicit(&vc->yield_for, memory_order_acquire) != n)
+    if (atomic_load_explicit(&vc->tick.yield_for, memory_order_acquire) != n)
         return; /* set for an earlier run here: that one's quantum, not ours */
     preempt_self(vc, ut, n);
 }
