@@ -2,7 +2,7 @@
  * event.c — per-vcore events (<weft/event.h>): the handler table, each
  * vcore's message queue, handle_events, notifications on and off, stats.
  *
- * A vcore's pending events are one word, ev_bits: bit t for each of weft's
+ * A vcore's pending events are one word, ev.bits: bit t for each of weft's
  * own payload-less types (posted lock-free, also from signal handlers), and
  * WEFT__EV_SIGQ when its sigq holds application messages or work a signal
  * handler left (a bounded lock-free queue, see internal.h).
@@ -10,15 +10,15 @@
  * handle_events runs at the top of vcore context.
  *
  * Getting a vcore's attention, after posting:
- *   - parked: weft_vcore_wake() (its sleep also re-checks ev_bits: a post
+ *   - parked: weft_vcore_wake() (its sleep also re-checks ev.bits: a post
  *     is an RMW, the parker's last check comes after its own full fence);
- *   - running a uthread: one notification signal at a time (notif_sent),
- *     handled in preempt.c; handle_events clears notif_sent before it takes
- *     ev_bits, so a post it misses finds notif_sent clear and signals again;
+ *   - running a uthread: one notification signal at a time (ev.notif_sent),
+ *     handled in preempt.c; handle_events clears ev.notif_sent before it takes
+ *     ev.bits, so a post it misses finds ev.notif_sent clear and signals again;
  *     a handler that finds no events (a decision took them after the post)
  *     clears it too, and one that lands in vcore context or unsafe code
  *     looks again soon (retry_later), since no other signal comes while
- *     notif_sent is set;
+ *     ev.notif_sent is set;
  *   - the caller's own vcore, from a uthread: delivered right here, and the
  *     caller resumed on the spot (never paused or moved: it may be a signal
  *     handler that interrupted weft between two steps).
@@ -74,7 +74,7 @@ static void attention(struct weft__vcore *vc)
     }
     weft_vcore_wake(vc->id);
     if (weft_vcore_busy(vc->id) &&
-        !atomic_exchange_explicit(&vc->notif_sent, true, memory_order_seq_cst))
+        !atomic_exchange_explicit(&vc->ev.notif_sent, true, memory_order_seq_cst))
         weft__notif_signal(vc);
 }
 
@@ -139,7 +139,7 @@ void weft_vcore_preempt(int id)
          * parked or spinning vcore decides anyway when it has work. */
         if (vc != me && weft_vcore_busy(id)) {
             weft_sched_note_shared(1);
-            if (!atomic_exchange_explicit(&vc->notif_sent, true, memory_order_seq_cst))
+            if (!atomic_exchange_explicit(&vc->ev.notif_sent, true, memory_order_seq_cst))
                 weft__notif_signal(vc);
         }
     }
@@ -216,7 +216,7 @@ static void sig_attention(struct weft__vcore *vc)
         return;
     weft__vcore_wake_signal_safe(vc);
     if (weft_vcore_busy(vc->id) &&
-        !atomic_exchange_explicit(&vc->notif_sent, true, memory_order_seq_cst))
+        !atomic_exchange_explicit(&vc->ev.notif_sent, true, memory_order_seq_cst))
         weft__notif_signal(vc);
 }
 
@@ -306,8 +306,8 @@ static void call(unsigned type, uintptr_t payload)
 
 void weft__events_handle(struct weft__vcore *vc)
 {
-    atomic_store_explicit(&vc->notif_sent, false, memory_order_seq_cst);
-    uint64_t bits = atomic_exchange_explicit(&vc->ev_bits, 0, memory_order_seq_cst);
+    atomic_store_explicit(&vc->ev.notif_sent, false, memory_order_seq_cst);
+    uint64_t bits = atomic_exchange_explicit(&vc->ev.bits, 0, memory_order_seq_cst);
     if (!bits)
         return;
     uint64_t n = 0;
@@ -335,8 +335,8 @@ void weft__events_handle(struct weft__vcore *vc)
         n += weft__sigq_drain(vc, true);
     /* A scheduler's weft_vcore_preempt(), maybe by a wake-up just above. */
     if ((bits & (1ull << WEFT__EV_RESCHED)) ||
-        (atomic_load_explicit(&vc->ev_bits, memory_order_relaxed) & (1ull << WEFT__EV_RESCHED) &&
-         atomic_fetch_and(&vc->ev_bits, ~(1ull << WEFT__EV_RESCHED)) & (1ull << WEFT__EV_RESCHED))) {
+        (atomic_load_explicit(&vc->ev.bits, memory_order_relaxed) & (1ull << WEFT__EV_RESCHED) &&
+         atomic_fetch_and(&vc->ev.bits, ~(1ull << WEFT__EV_RESCHED)) & (1ull << WEFT__EV_RESCHED))) {
         vc->resched = true;
         n++;
     }
@@ -403,7 +403,7 @@ int weft_notifs_enable(void)
     atomic_signal_fence(memory_order_seq_cst);
     ut->notif_depth--;
     atomic_signal_fence(memory_order_seq_cst); /* depth 0 before we look */
-    if (ut->notif_depth == 0 && atomic_load_explicit(&vc->ev_bits, memory_order_relaxed))
+    if (ut->notif_depth == 0 && atomic_load_explicit(&vc->ev.bits, memory_order_relaxed))
         weft__notif_deliver(vc, ut);
     return 0;
 }

@@ -211,6 +211,15 @@ struct weft__vcore_spin {
     unsigned look_rounds;            /* its rounds looking before counting as spinning */
 };
 
+/* A vcore's pending events (event.c), on a line of its own: any thread
+ * posts them with an atomic OR. */
+struct weft__vcore_ev {
+    _Alignas(WEFT__CACHELINE) _Atomic uint64_t bits; /* pending events: bit t = type t
+                                        (weft's own; WEFT__EV_SIGQ: sigq holds some) */
+    _Atomic bool notif_sent;         /* a notification signal is on its way; cleared by
+                                        handle_events before it takes bits */
+};
+
 /* A vcore's part of the park protocol (vcore.c: see its design comment),
  * on a line of its own: kickers write it. */
 struct weft__vcore_park {
@@ -304,10 +313,7 @@ struct weft__vcore {
                                         not made by a direct hand-off */
         _Atomic uint64_t sc_copies, sc_bytes, sc_forwards; /* stackcopy.c */
     } st;
-    _Alignas(WEFT__CACHELINE) _Atomic uint64_t ev_bits; /* pending events: bit t = type t
-                                        (weft's own; WEFT__EV_SIGQ: sigq holds some) */
-    _Atomic bool notif_sent;         /* a notification signal is on its way; cleared by
-                                        handle_events before it takes ev_bits */
+    struct weft__vcore_ev ev;        /* events posted to it (event.c) */
     struct weft__vcore_park park;    /* the park protocol (vcore.c) */
     _Alignas(WEFT__CACHELINE) struct weft__heap heap; /* alarms started here */
     _Alignas(WEFT__CACHELINE) struct weft__sigq sigq; /* signal handlers' leftovers */
@@ -557,7 +563,7 @@ static inline void weft__vcore_leave_idle(struct weft__vcore *vc)
 extern _Atomic int weft__io_nwaiting;
 static inline bool weft__chores_due(struct weft__vcore *vc)
 {
-    if (WEFT__UNLIKELY(atomic_load_explicit(&vc->ev_bits, memory_order_relaxed) != 0))
+    if (WEFT__UNLIKELY(atomic_load_explicit(&vc->ev.bits, memory_order_relaxed) != 0))
         return true;
     uint64_t d = vc->decisions + 1;
     if (WEFT__LIKELY((d & (WEFT__CHORES_EVERY - 1)) != 0))
@@ -661,7 +667,7 @@ void weft__resched_check(struct weft__vcore *vc, struct weft_uthread *ut, bool h
  * 1 << WEFT_EV_*) to vc without a lock: signal handlers use it. */
 static inline void weft__event_post_bits(struct weft__vcore *vc, uint64_t bits)
 {
-    atomic_fetch_or_explicit(&vc->ev_bits, bits, memory_order_seq_cst);
+    atomic_fetch_or_explicit(&vc->ev.bits, bits, memory_order_seq_cst);
 }
 /* weft__notif_deliver() switches ut (running on vc, notifications enabled)
  * into vcore context to handle vc's events; it resumes there at once unless
@@ -686,7 +692,7 @@ void weft__safe_point_slow(struct weft__vcore *vc);
 static inline void weft__safe_point(void)
 {
     struct weft__vcore *vc = weft__vc_at_entry();
-    if (WEFT__UNLIKELY(vc && atomic_load_explicit(&vc->ev_bits, memory_order_relaxed)))
+    if (WEFT__UNLIKELY(vc && atomic_load_explicit(&vc->ev.bits, memory_order_relaxed)))
         weft__safe_point_slow(vc);
 }
 /* weft__resched_point(): the end of a public call that made uthreads

@@ -339,21 +339,21 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
          * this CPU now (board.c): let the scheduler reconsider. */
         weft__event_post_bits(vc, 1ull << WEFT__EV_RESCHED);
     struct weft_uthread *ut = vc->current;
-    uint64_t bits = atomic_load_explicit(&vc->ev_bits, memory_order_relaxed);
+    uint64_t bits = atomic_load_explicit(&vc->ev.bits, memory_order_relaxed);
     if (!bits) {
         /* Signalled for events a decision took meanwhile (it cleared
-         * notif_sent before taking them; the poster set it again after):
+         * ev.notif_sent before taking them; the poster set it again after):
          * clear it, or the next post would count on a signal never sent.
          * Then look once more, for a post that saw it still set. */
-        atomic_store_explicit(&vc->notif_sent, false, memory_order_seq_cst);
-        bits = atomic_load_explicit(&vc->ev_bits, memory_order_seq_cst);
+        atomic_store_explicit(&vc->ev.notif_sent, false, memory_order_seq_cst);
+        bits = atomic_load_explicit(&vc->ev.bits, memory_order_seq_cst);
         if (!bits)
             goto out;
     }
     if (!ut) {
         /* Vcore context handles events at its next decision, unless it has
          * looked already and is about to run a uthread, which may run on
-         * without deciding: notif_sent stays set until the events are
+         * without deciding: ev.notif_sent stays set until the events are
          * handled, so no other signal would come. Look again soon. */
         if (!vc->tick.retry_pending && atomic_load_explicit(&vc->tick.has_timers, memory_order_relaxed))
             retry_later(vc);
@@ -552,7 +552,7 @@ static void *ticker_main(void *arg)
             }
             if (busy && preempt_signals &&
                 (atomic_load_explicit(&vc->heap.min, memory_order_relaxed) <= now ||
-                 weft__io_stale(now) || atomic_load_explicit(&vc->ev_bits, memory_order_relaxed)))
+                 weft__io_stale(now) || atomic_load_explicit(&vc->ev.bits, memory_order_relaxed)))
                 ticker_send(vc, r, false); /* alarm or poll due, or a deferred notification */
         }
     }

@@ -229,7 +229,7 @@ void weft_dump(int fd)
                   atomic_load_explicit(&vc->park.parked, memory_order_relaxed) ? " (on the idle list)" : "",
                   (unsigned long long)st.decisions, (unsigned long long)st.kicks,
                   (unsigned long long)st.parks,
-                  (unsigned long long)atomic_load_explicit(&vc->ev_bits, memory_order_relaxed),
+                  (unsigned long long)atomic_load_explicit(&vc->ev.bits, memory_order_relaxed),
                   __atomic_load_n(&vc->park.word, __ATOMIC_RELAXED));
         unsigned n = atomic_load_explicit(&vc->park.trace_n, memory_order_acquire);
         for (unsigned k = n > WEFT__TRACE ? n - WEFT__TRACE : 0; k < n; k++) {
@@ -545,11 +545,11 @@ static void vcore_sleep(struct weft__vcore *vc, bool duty, uint64_t deadline)
 {
     struct weft__runtime *rt = &weft__rt;
     bool poll = duty && weft__io_active();
-    /* An event posted to us (ev_bits, an RMW) pairs with our fence in
+    /* An event posted to us (ev.bits, an RMW) pairs with our fence in
      * vcore_park like a kick does: we see it here or its sender sees us
      * parked and wakes us. */
     while (atomic_load_explicit(WEFT__AT(&vc->park.word), memory_order_acquire) == 0 &&
-           atomic_load_explicit(&vc->ev_bits, memory_order_relaxed) == 0 &&
+           atomic_load_explicit(&vc->ev.bits, memory_order_relaxed) == 0 &&
            atomic_load_explicit(&rt->state, memory_order_relaxed) == WEFT__RUNNING_RT) {
         if (!poll) {
             if (weft__futex_wait(&vc->park.word, 0, deadline) == ETIMEDOUT)
@@ -749,7 +749,7 @@ static void vcore_park(struct weft__vcore *vc)
     vcore_sleep(vc, duty, deadline);
     trace_note(vc, WEFT__TR_WOKE,
                atomic_load_explicit(WEFT__AT(&vc->park.word), memory_order_relaxed) ? 1
-               : atomic_load_explicit(&vc->ev_bits, memory_order_relaxed)          ? 2
+               : atomic_load_explicit(&vc->ev.bits, memory_order_relaxed)          ? 2
                                                                                    : 0);
     weft__notif_sleeping(vc, false);
     struct weft__vcore *heir = NULL; /* who takes over the duty */
@@ -878,7 +878,7 @@ static WEFT__NOINLINE void vcore_idle(struct weft__vcore *vc)
 
 void weft__vcore_chores(struct weft__vcore *vc)
 {
-    if (atomic_load_explicit(&vc->ev_bits, memory_order_relaxed)) {
+    if (atomic_load_explicit(&vc->ev.bits, memory_order_relaxed)) {
         weft__events_handle(vc);
         vc->resched = false; /* a decision follows anyway */
         /* Told to go offline: keep every decision coming through vcore
@@ -926,14 +926,14 @@ static bool vcore_nap(struct weft__vcore *vc, uint64_t deadline)
     atomic_store_explicit(&vc->napping, true, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
     while (atomic_load_explicit(WEFT__AT(&vc->park.word), memory_order_acquire) == 0 &&
-           atomic_load_explicit(&vc->ev_bits, memory_order_relaxed) == 0 &&
+           atomic_load_explicit(&vc->ev.bits, memory_order_relaxed) == 0 &&
            atomic_load_explicit(&rt->state, memory_order_relaxed) == WEFT__RUNNING_RT)
         if (weft__futex_wait(&vc->park.word, 0, deadline) == ETIMEDOUT)
             break;
     atomic_store_explicit(&vc->napping, false, memory_order_relaxed);
     atomic_store_explicit(WEFT__AT(&vc->park.word), 0, memory_order_relaxed);
     weft__notif_sleeping(vc, false);
-    return atomic_load_explicit(&vc->ev_bits, memory_order_relaxed) != 0;
+    return atomic_load_explicit(&vc->ev.bits, memory_order_relaxed) != 0;
 }
 
 int weft_vcore_cede(uint64_t deadline_ns)
@@ -969,7 +969,7 @@ static WEFT__NOINLINE void vcore_offline(struct weft__vcore *vc)
     set_idle(vc, WEFT__OFFLINE);
     while (atomic_load_explicit(&vc->online, memory_order_acquire) == 0 &&
            atomic_load_explicit(&rt->state, memory_order_relaxed) == WEFT__RUNNING_RT) {
-        if (atomic_load_explicit(&vc->ev_bits, memory_order_relaxed)) {
+        if (atomic_load_explicit(&vc->ev.bits, memory_order_relaxed)) {
             weft__events_handle(vc);
             vc->resched = false;
         }
@@ -1061,7 +1061,7 @@ int weft_vcores_release(int n)
             weft__event_post_bits(vc, 1ull << WEFT__EV_RESCHED);
             weft_vcore_wake(i);
             if (vc != weft__vc_at_entry() && weft_vcore_busy(i) &&
-                !atomic_exchange_explicit(&vc->notif_sent, true, memory_order_seq_cst))
+                !atomic_exchange_explicit(&vc->ev.notif_sent, true, memory_order_seq_cst))
                 weft__notif_signal(vc); /* our own vcore: our wait below leaves it */
         }
         for (int i = cur - n; i < cur; i++) {
