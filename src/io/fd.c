@@ -1,6 +1,6 @@
 /*
  * fd.c — the file-descriptor table, readiness dispatch, waiting on a
- * descriptor, and choosing the poller. The model is in poller.h.
+ * descriptor, and choosing the poller. The model is in fd.h.
  *
  * The table is two-level (FD_TOP chunks of FD_CHUNK entries, chunks made on
  * demand and never freed), so a lookup is two loads and entries never move:

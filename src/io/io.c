@@ -4,7 +4,7 @@
  *
  * Every call is one of three shapes over the same step, io_once(): try the
  * non-blocking system call; on EAGAIN park on the descriptor's direction
- * (the seq protocol of poller.h) and try again; EINTR is retried. Writes loop
+ * (the seq protocol of fd.h) and try again; EINTR is retried. Writes loop
  * io_once until everything is written (a blocking write's promise). A
  * kernel thread that is not a uthread waits in ppoll(2) instead of parking.
  *

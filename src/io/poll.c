@@ -3,7 +3,7 @@
  * and, through the shim, ppoll, select and pselect) and weft_epoll_wait()
  * (an application's own epoll instance: epoll_wait, epoll_pwait).
  *
- * Both follow the seq protocol of poller.h over several descriptors: read
+ * Both follow the seq protocol of fd.h over several descriptors: read
  * each watched descriptor's readiness counts, ask the kernel once without
  * blocking (ppoll or epoll_pwait with a zero timeout), and if nothing is
  * ready park on all of them at once (weft__fd_wait_many) until one moves.

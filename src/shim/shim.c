@@ -57,7 +57,7 @@
 
 #include <weft/weft.h>
 
-#include "../io/poller.h" /* weft__fd_managed, weft__fd_drop */
+#include "../io/managed.h"
 
 #ifdef WEFT_SHIM_PTHREAD
 /* Inside libweft-pthread.so: the blocking calls are cancellation points and
