@@ -129,6 +129,11 @@ static int wait_kernel_thread(uint32_t *lock, struct weft__waitq *q, struct weft
             return ETIMEDOUT;
         deadline = WEFT_FOREVER; /* a waker has us: wait for its word */
     }
+    /* TSan ignores the atomics of a fiber that is inside one of its blocking
+     * interceptors: under the I/O shim, the waker may be a callback running
+     * on a uthread that sleeps in an intercepted usleep(), read()... Only
+     * explicit annotations (and the spin locks') count there. */
+    weft__san_acquire(&w->word);
     return w->status;
 }
 
@@ -173,6 +178,7 @@ void weft__waiter_wake(struct weft__waiter *w)
     }
     /* The waiter may return as soon as it sees the word: touch nothing after. */
     uint32_t *word = &w->word;
+    weft__san_release(word); /* partner: wait_kernel_thread (see there) */
     atomic_store_explicit(WEFT__AT(word), 1, memory_order_release);
     weft__futex_wake(word, 1); /* a stale address only risks a spurious wake-up */
 }
