@@ -380,15 +380,15 @@ void weft__fd_event(int fd, uint32_t gen, unsigned ev, struct weft__waiter **lis
         return; /* closed since: a late event for a dead descriptor */
     }
     for (int d = 0; d < 2; d++) {
-        if (!(ev & (d == WEFT__RD ? WEFT__EV_RD : WEFT__EV_WR) || ev & WEFT__EV_ERR))
+        if (!(ev & (d == WEFT__RD ? WEFT__READY_RD : WEFT__READY_WR) || ev & WEFT__READY_ERR))
             continue;
-        if ((ev & WEFT__EV_ONESHOT) && (ev & (d == WEFT__RD ? WEFT__EV_RD : WEFT__EV_WR)))
+        if ((ev & WEFT__READY_ONESHOT) && (ev & (d == WEFT__RD ? WEFT__READY_RD : WEFT__READY_WR)))
             f->d[d].armed = false;
         atomic_fetch_add_explicit(&f->d[d].seq, 1, memory_order_release);
         struct weft__waiter *w = weft__waitq_pop(&f->d[d].q);
         if (w)
             append(list, w);
-        if (ev & WEFT__EV_ERR) { /* an error wakes everyone: they will all see it */
+        if (ev & WEFT__READY_ERR) { /* an error wakes everyone: they will all see it */
             struct weft__waiter *all = weft__waitq_take_all(&f->d[d].q);
             if (all)
                 append(list, all);

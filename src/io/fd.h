@@ -28,11 +28,12 @@
 
 enum { WEFT__RD = 0, WEFT__WR = 1 };
 
-/* Event bits passed to weft__fd_event(). */
-#define WEFT__EV_RD  0x1u
-#define WEFT__EV_WR  0x2u
-#define WEFT__EV_ERR 0x4u /* error or hang-up: both directions */
-#define WEFT__EV_ONESHOT 0x8u /* io_uring: the poll for these directions is spent */
+/* Readiness bits passed to weft__fd_event() (not the event types of
+ * <weft/event.h>, WEFT_EV_*, which are messages to a vcore). */
+#define WEFT__READY_RD  0x1u
+#define WEFT__READY_WR  0x2u
+#define WEFT__READY_ERR 0x4u /* error or hang-up: both directions */
+#define WEFT__READY_ONESHOT 0x8u /* io_uring: the poll for these directions is spent */
 
 enum weft__fd_kind {
     WEFT__FD_UNKNOWN = 0, /* not seen yet, or closed through weft */

@@ -116,11 +116,11 @@ static int wait_epoll(uint64_t deadline)
         uint32_t e = evs[i].events;
         unsigned ev = 0;
         if (e & (EPOLLIN | EPOLLRDHUP))
-            ev |= WEFT__EV_RD;
+            ev |= WEFT__READY_RD;
         if (e & EPOLLOUT)
-            ev |= WEFT__EV_WR;
+            ev |= WEFT__READY_WR;
         if (e & (EPOLLERR | EPOLLHUP))
-            ev |= WEFT__EV_ERR;
+            ev |= WEFT__READY_ERR;
         weft__fd_event((int)(uint32_t)data, (uint32_t)(data >> 32), ev, &list);
     }
     int woken = 0;

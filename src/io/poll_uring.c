@@ -150,9 +150,9 @@ reap:;
             continue;
         if (tag & 1) {
             int dir = (int)(tag >> 1 & 1);
-            unsigned ev = (dir == WEFT__RD ? WEFT__EV_RD : WEFT__EV_WR) | WEFT__EV_ONESHOT;
+            unsigned ev = (dir == WEFT__RD ? WEFT__READY_RD : WEFT__READY_WR) | WEFT__READY_ONESHOT;
             if (cqe->res > 0 && (cqe->res & (POLLERR | POLLHUP)))
-                ev |= WEFT__EV_ERR;
+                ev |= WEFT__READY_ERR;
             weft__fd_event((int)(uint32_t)(tag >> 2 & 0x3fffffffu), (uint32_t)(tag >> 32), ev, &list);
             continue;
         }
