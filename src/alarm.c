@@ -5,13 +5,15 @@
  * Each vcore owns a binary min-heap of the alarms started on it, guarded by
  * a spinlock, with its earliest deadline published lock-free (heap->min).
  * Nobody needs a thread for timers:
- *  - a busy vcore runs its own due alarms at every scheduling decision
- *    (weft__vcore_loop reads its heap->min, one load);
+ *  - a busy vcore runs its own due alarms every 16th scheduling decision
+ *    (weft__chores_due reads its heap->min then, one load), and a tick that
+ *    finds one due posts WEFT_EV_TIMER in between;
  *  - the one idle vcore that has the timer duty (it sleeps in the poller, or
  *    on its futex before any I/O) sleeps until the earliest deadline of all
  *    heaps and runs whatever is due on any heap when it wakes
  *    (weft__timers_run_all). An alarm that becomes the earliest of its heap
- *    wakes that sleeper if it sleeps for longer (weft__vcore_duty_wake).
+ *    wakes that sleeper if it sleeps for longer, or the heap's vcore if it
+ *    is offline (weft__vcore_heap_armed).
  * Alarms started outside a vcore go to the heaps round robin.
  *
  * An alarm is IDLE, ARMING (being put on a heap), ARMED (on a heap), FIRING

@@ -1,19 +1,19 @@
 /*
  * event.c — per-vcore events (<weft/event.h>): the handler table, each
- * vcore's message queue, handle_events, notifications on and off, stats.
+ * vcore's message queue, weft__events_handle, notifications on and off, stats.
  *
  * A vcore's pending events are one word, ev.bits: bit t for each of weft's
  * own payload-less types (posted lock-free, also from signal handlers), and
  * WEFT__EV_SIGQ when its sigq holds application messages or work a signal
  * handler left (a bounded lock-free queue, see internal.h).
  * weft__chores_due() reads the word at every scheduling decision, so
- * handle_events runs at the top of vcore context.
+ * weft__events_handle runs at the top of vcore context.
  *
  * Getting a vcore's attention, after posting:
  *   - parked: weft_vcore_wake() (its sleep also re-checks ev.bits: a post
  *     is an RMW, the parker's last check comes after its own full fence);
  *   - running a uthread: one notification signal at a time (ev.notif_sent),
- *     handled in preempt.c; handle_events clears ev.notif_sent before it takes
+ *     handled in preempt.c; weft__events_handle clears ev.notif_sent before it takes
  *     ev.bits, so a post it misses finds ev.notif_sent clear and signals again;
  *     a handler that finds no events (a decision took them after the post)
  *     clears it too, and one that lands in vcore context or unsafe code
@@ -379,7 +379,7 @@ int weft_notifs_disable(void)
     if (!ut)
         return 0;
     if (ut->notif_depth == 0 && !(ut->link.flags & WEFT_PINNED)) {
-        /* Stay here if it blocks: run_on() set link.vcore to this vcore. */
+        /* Stay here if it blocks: start_on() set link.vcore to this vcore. */
         ut->link.flags |= WEFT_PINNED;
         ut->notif_pinned = true;
     }

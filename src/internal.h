@@ -40,10 +40,16 @@
 #define WEFT__ALTSTACK_SIZE (64 * 1024)
 #endif
 
-/* libweft never calls the libc functions the shim (src/shim) interposes —
- * read, write, readv, writev, recv*, send*, accept*, connect, close, poll,
- * sleep, usleep, nanosleep — or an interposed program would call back into
- * itself (and --wrap would rename them): it uses syscall(SYS_...) instead. */
+/* The I/O paths (io.c, poll.c, the pollers) never call the libc functions
+ * the shim (src/shim) interposes — read, write, readv, writev, recv*, send*,
+ * accept*, connect, poll, select, the epoll waits, sleep, usleep, nanosleep —
+ * or an interposed program would call back into itself (and --wrap would
+ * rename them): they use syscall(SYS_...) instead. The exceptions are calls
+ * the shim passes straight through: close() in io.c (the shim's close only
+ * drops weft's state, and TSan must see descriptors close), ppoll() where a
+ * kernel thread that is not a uthread waits, and code off the I/O paths
+ * (weft_dump's write, board.c's usleep and close, preempt.c's close), which
+ * never runs in a uthread the shim would reroute. */
 
 /* weft__panic() prints "weft: <message>" and aborts: impossible states only. */
 WEFT__EXPORT _Noreturn void weft__panic(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -152,7 +158,8 @@ struct weft_uthread {
                                         under jlock, read atomically (its owner without it) */
     void *tls;                       /* WEFT_TLS=uthread: its thread pointer (tls.c); fixed
                                         at spawn */
-    struct weft__prio prio;          /* priorities (weft_setprio, inheritance); see below */
+    struct weft__prio prio;          /* priorities (weft_setprio, inheritance); see
+                                        struct weft__prio above */
     /* stack: fixed while the uthread exists; see stack.c */
     char *map;                       /* start of the mapping (guard page, if any) */
     size_t map_size;                 /* whole mapping */
@@ -217,7 +224,7 @@ struct weft__vcore_ev {
     _Alignas(WEFT__CACHELINE) _Atomic uint64_t bits; /* pending events: bit t = type t
                                         (weft's own; WEFT__EV_SIGQ: sigq holds some) */
     _Atomic bool notif_sent;         /* a notification signal is on its way; cleared by
-                                        handle_events before it takes bits */
+                                        weft__events_handle before it takes bits */
 };
 
 /* A vcore's part of the park protocol (vcore.c: see its design comment),
@@ -289,12 +296,12 @@ struct weft__vcore {
     pthread_t thread;                /* fixed after start */
     _Atomic int tid;                 /* kernel thread id; set once at start */
     /* events and notifications (event.c, preempt.c) */
-    _Atomic uint64_t nrun;           /* uthreads run here (run_on); own vcore writes */
-    bool preempt_now;                /* vcore context: handle_events saw a preemption
+    _Atomic uint64_t nrun;           /* uthreads run here (start_on); own vcore writes */
+    bool preempt_now;                /* vcore context: weft__events_handle saw a preemption
                                         for the uthread being delivered */
     bool notif_here;                 /* weft_vcore_notify delivers to its own vcore: resume
                                         the caller here whatever is due; own thread only */
-    bool resched;                    /* handle_events saw WEFT__EV_RESCHED (a scheduler's
+    bool resched;                    /* weft__events_handle saw WEFT__EV_RESCHED (a scheduler's
                                         weft_vcore_preempt); vcore context only */
     /* run-time vcore counts and cedes (vcore.c) */
     _Atomic bool napping;            /* asleep outside the idle list (ceding, or offline):
@@ -479,8 +486,9 @@ static inline uint64_t weft__now_ns(void)
 }
 
 /* Outside calls. A kernel thread that is not a vcore enters an exported call
- * that touches the vcores (spawn, alarm start, notify, poke, stats, the
- * preemption period) through weft__outside_enter() and leaves it through
+ * that touches the vcores (spawn, alarm start/stop/reset, notify, poke,
+ * preempt, stats, the preemption period, vcore requests and releases,
+ * priority changes) through weft__outside_enter() and leaves it through
  * weft__outside_leave(); weft_shutdown() refuses new ones and waits for the
  * admitted ones before it frees anything. Uthreads and vcore context need
  * neither: shutdown waits for every uthread, and stops the vcores last.
@@ -516,8 +524,8 @@ void weft__board_attach_env(void);
  * (key.c): called by ut itself as it finishes, before it leaves its stack. */
 void weft__keys_exit(struct weft_uthread *ut);
 
-/* weft__sched_resolve() sets rt->take_local and rt->thread_runnable from
- * rt->ops (uthread.c). */
+/* weft__sched_resolve() sets rt->take_local, rt->thread_runnable and
+ * rt->reclaim from rt->ops (uthread.c). */
 void weft__sched_resolve(struct weft__runtime *rt);
 
 /* weft__spin_ns: how long an idle vcore spins before it parks. */
@@ -545,8 +553,10 @@ void weft__vcore_entry(void *vc);
  * chose that stack-copy successor (uthread.c), else schedules. */
 _Noreturn void weft__vcore_next(struct weft__vcore *vc);
 
-/* weft__vcore_leave_idle(): the vcore is about to run a uthread (leaves idle state). */
+/* weft__vcore_became_busy() is weft__vcore_leave_idle()'s slow path: the
+ * vcore was spinning or parking (vcore.c, steps 2 and 3). */
 void weft__vcore_became_busy(struct weft__vcore *vc);
+/* weft__vcore_leave_idle(): the vcore is about to run a uthread (leaves idle state). */
 static inline void weft__vcore_leave_idle(struct weft__vcore *vc)
 {
     if (WEFT__UNLIKELY(atomic_load_explicit(&vc->idle, memory_order_relaxed) != WEFT__BUSY))
@@ -664,7 +674,7 @@ void weft__events_handle(struct weft__vcore *vc);
  * resume on the spot) the request is left pending for ut's next safe point. */
 void weft__resched_check(struct weft__vcore *vc, struct weft_uthread *ut, bool here);
 /* weft__event_post_bits() posts weft's own payload-less events (a mask of
- * 1 << WEFT_EV_*) to vc without a lock: signal handlers use it. */
+ * 1 << WEFT_EV_* or WEFT__EV_*) to vc without a lock: signal handlers use it. */
 static inline void weft__event_post_bits(struct weft__vcore *vc, uint64_t bits)
 {
     atomic_fetch_or_explicit(&vc->ev.bits, bits, memory_order_seq_cst);
@@ -708,13 +718,13 @@ static inline void weft__resched_point(void)
  * the vcore's own thread (preempt.c); 0 or an errno value where one is returned. */
 int weft__notif_init(unsigned preempt_us);
 void weft__notif_vcore_start(struct weft__vcore *vc);
-/* weft__notif_started(): the vcores run; start the ticker (0 or errno).
- * weft__notif_stopping(): stop it, before the vcores are freed. */
+/* weft__notif_started(): the vcores run; start the ticker (0 or errno). */
 int weft__notif_started(void);
+/* weft__notif_stopping(): stop it, before the vcores are freed. */
+void weft__notif_stopping(void);
 /* weft__notif_sleeping(): vc is about to sleep in the kernel (true) or woke
  * (false): its tick timer stops and starts again. */
 void weft__notif_sleeping(struct weft__vcore *vc, bool asleep);
-void weft__notif_stopping(void);
 void weft__notif_vcore_stop(struct weft__vcore *vc);
 /* The handler stays installed after weft_shutdown(): a notification racing
  * with the shutdown must not meet the default action (terminate). */
@@ -809,7 +819,6 @@ void weft__prio_init(struct weft_uthread *t, int prio);
 
 /* ---- I/O hooks for the vcore loop (io/fd.c) ----------------------------------- */
 
-/* Uthreads parked on descriptors or ring operations. */
 /* weft__io_active(): a poller has been started (some descriptor was used). */
 bool weft__io_active(void);
 /* weft__io_poll() waits for I/O until deadline (0 = just look), wakes the

@@ -3,11 +3,14 @@
  * preemption tick, and the safe-point test.
  *
  * The notification signal (SIGRTMAX-2, or WEFT_NOTIF_SIGNAL) reaches a vcore
- * three ways: weft_vcore_notify() sends it with tgkill (event.c), the vcore's
- * periodic tick timer sends it every preemption period, and the vcore's
- * retry timer sends it once when a notification had to be put off because
- * the uthread was in unsafe code. All three are timers or tgkills aimed at
- * the vcore's own kernel thread (SIGEV_THREAD_ID), never at the process.
+ * from: tgkill by any weft call that needs its attention (weft_vcore_notify,
+ * weft_vcore_preempt, weft_vcore_poke and the signal-safe calls in event.c;
+ * weft_vcores_release in vcore.c); its periodic tick timer, every preemption
+ * period, or the ticker's rt_tgsigqueueinfo; its retry timer, once, when a
+ * notification had to be put off because the uthread was in unsafe code;
+ * and another process's tgkill through the priority board. Every one is
+ * aimed at the vcore's own kernel thread (SIGEV_THREAD_ID), never at the
+ * process.
  *
  * The handler runs on the interrupted uthread's stack (no SA_ONSTACK), with
  * the signal blocked (never nested, however short the period: a burst of
@@ -23,8 +26,9 @@
  * After the resume the handler rewrites uc_stack in the frame: sigreturn
  * re-installs the alternate stack recorded there, which is the old vcore's.
  *
- * Safe: the interrupted instruction is outside libc, ld.so, libgcc_s,
- * libstdc++, the vDSO, the sanitizer runtimes, weft and the program's PLT
+ * Safe: the interrupted instruction is outside libc (with libpthread, libdl
+ * and librt), ld.so, libgcc_s, libstdc++, liburing, the vDSO, the
+ * sanitizer runtimes, weft and the program's PLT
  * stubs (the ranges are found once at weft_init), the uthread has notifications enabled and is not
  * inside a scheduler op (in_sched). weft's own code is its ELF section
  * weft_text (cmake/weft-text.sh renames .text of every libweft object), so
@@ -32,16 +36,18 @@
  *
  * The tick decides a preemption: if a uthread runs and nrun has not moved
  * since the previous tick, it has run for at least a whole period. The tick
- * posts WEFT_EV_PREEMPT with preempt_for = nrun, so a preemption that had to
+ * posts WEFT_EV_PREEMPT with tick.preempt_for = nrun, so a preemption that had to
  * wait is dropped if the uthread switched meanwhile. It also posts
  * WEFT_EV_TIMER when an alarm of this vcore is due, and WEFT_EV_IO when
  * uthreads wait for I/O and nobody polled for 200 us: alarms fire and I/O
  * is noticed on time even while one uthread keeps every vcore.
  *
- * The ticker (WEFT_PREEMPT_TICKER=1, and the fallback where a vcore cannot
- * have its own timer) is one thread that does the same check from outside
- * and signals only the vcores that need it (the value of nrun it saw rides
- * in the signal, so a stale preemption is dropped as above).
+ * The ticker (WEFT_PREEMPT_TICKER=1, the fallback where a vcore cannot have
+ * its own timer, and what serves every vcore once the yield pass's flag
+ * mode or WEFT_PREEMPT_SIGNALS=0 is in use) is one thread that does the
+ * same check from outside and signals only the vcores that need it (the
+ * value of nrun it saw rides in the signal, so a stale preemption is
+ * dropped as above).
  *
  * Cost: per-vcore timers are the default: no extra thread competing for the
  * cores, and the tick's decision is made on the vcore that owns the state;
@@ -471,8 +477,8 @@ static void set_flag(struct weft__vcore *vc, uint64_t r)
 /* ticker_place() pins the ticker to the CPUs of our affinity mask that no
  * vcore is pinned to, when there are any: there it never has to wait behind
  * a busy vcore's uthread (on a shared CPU the kernel may let a freshly woken
- * thread wait for the running one's slice, milliseconds: yieldpass saw 100 us
- * quanta stretched to 1.5 ms), and its wake-ups cost the vcores nothing.
+ * thread wait for the running one's slice, milliseconds: the report's
+ * yieldpass section shows quanta stretched that way), and its wake-ups cost the vcores nothing.
  * With a vcore on every CPU it stays unpinned. */
 static void ticker_place(const struct weft__runtime *rt)
 {

@@ -5,7 +5,10 @@
  * A stack is one anonymous mapping, committed lazily by the kernel:
  *
  *     map                stack_lo                               top of mapping
- *     | guard (64 KiB, PROT_NONE) | usable stack ...  grows down <- | struct weft_uthread |
+ *     | guard (PROT_NONE) | usable stack ...  grows down <- | struct weft_uthread |
+ *
+ * The guard is a quarter of the stack, between a page and 64 KiB (64 KiB on
+ * aarch64: guard_for).
  *
  * The uthread struct lives at the top (shifted by a per-stack cache colour),
  * so a spawn costs one mapping (or none, from a cache) and touches one or two

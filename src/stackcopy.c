@@ -110,8 +110,8 @@ static struct pool {
 
 /* populate() commits the next POPULATE bytes of a big pool's chunk in one
  * call instead of a page fault per page (a fault costs a microsecond or
- * more in a VM: at 10^7 idle uthreads, 1.6 million of them were 40 % of the
- * creation time). Small pools fault page by page, committing nothing they
+ * more in a VM: page faults dominated the creation of millions of idle
+ * uthreads, see the report's idle-memory section). Small pools fault page by page, committing nothing they
  * do not use. */
 #define POPULATE (1u << 20)
 #ifndef MADV_POPULATE_WRITE

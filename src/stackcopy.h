@@ -20,7 +20,7 @@ struct weft__vcore;
  * started a stack-copy uthread only ever runs on this same run stack (at the
  * same address), whichever vcore runs it. */
 struct weft__runstack {
-    char *map;                       /* fixed: the mapping, guard page first */
+    char *map;                       /* fixed: the mapping, its guard (RS_GUARD) first */
     size_t map_size;                 /* fixed */
     char *lo, *top;                  /* fixed: the usable stack [lo, top) */
     _Atomic int holder;              /* vcore that may execute on it now, -1 if none: taken

@@ -7,10 +7,18 @@
  *   spawn:            BLOCKED  (a fresh thread is "blocked" until made runnable)
  *   runnable():       BLOCKED  -> RUNNABLE   (check; anything else aborts)
  *   start_on():       RUNNABLE -> RUNNING    (check; anything else aborts)
- *   switch out:       RUNNING  -> BLOCKED    (after the save, before the callback:
- *                                             weft__vcore_entry or handoff_entry)
- *   weft_yield():     BLOCKED  -> RUNNABLE   (its callback, then thread_paused)
- *   exit:             RUNNING  -> DONE       (under jlock, in vcore context)
+ *   block, park:      RUNNING  -> BLOCKED    (after the save, before the callback:
+ *                                             weft__vcore_entry, handoff_entry,
+ *                                             park_entry or park_handoff_entry)
+ *   yield to a local successor:
+ *                     BLOCKED  -> RUNNABLE   (yield_cb, then thread_paused)
+ *   yield through vcore context, preemption:
+ *                     RUNNING  -> RUNNABLE   (yield_entry, notify_entry; thread_paused
+ *                                             only if another uthread runs)
+ *   exit:             RUNNING  -> DONE       (under jlock, in exit_cb: vcore context
+ *                                             or the successor's stack)
+ *   inline join:      RUNNABLE -> RUNNING -> DONE (the child, run on its joiner's
+ *                                             stack; no jlock: inline_finish)
  *   join / detach:    DONE     -> FREE       (memory back to a stack cache)
  */
 #define _GNU_SOURCE
@@ -124,11 +132,11 @@ static inline void start_on(struct weft__vcore *vc, struct weft_uthread *t)
     *vc->errno_addr = t->err;
 }
 
+static void uthread_start(void *arg);
+
 /* run_on() is weft_run_uthread() for a caller that knows its vcore. A
  * uthread of an unfinished weft_yield() (vc->pending) goes to the
  * scheduler first. */
-static void uthread_start(void *arg);
-
 static _Noreturn void run_on(struct weft__vcore *vc, struct weft_uthread *t)
 {
     weft__vcore_leave_idle(vc);
@@ -336,8 +344,6 @@ static WEFT__NOINLINE void runnable_outside(struct weft_uthread *t)
     atomic_fetch_sub_explicit(&weft__rt.outside_wakers, 1, memory_order_release);
 }
 
-/* runnable() is weft_uthread_runnable() for a caller that read its vcore
- * (NULL: a kernel thread that is not a vcore) at its entry. */
 /* runnable_copy() is the end of runnable() for a started stack-copy
  * uthread: first to its run stack's holder, if another vcore holds it. (Out
  * of line: the common path keeps no register across its one call.) */
@@ -372,6 +378,8 @@ static inline void runnable_by(struct weft__vcore *vc, struct weft_uthread *t, i
     weft__crit_leave();
 }
 
+/* runnable() is weft_uthread_runnable() for a caller that read its vcore
+ * (NULL: a kernel thread that is not a vcore) at its entry. */
 static inline void runnable(struct weft__vcore *vc, struct weft_uthread *t)
 {
     if (WEFT__UNLIKELY(vc == NULL)) {
@@ -1050,9 +1058,9 @@ static void park_handoff_entry(void *arg)
     vc->handoff_to = NULL;
 }
 
-/* park_entry() is park_cb in vcore context, where a token found on the way
- * out (and no scheduler that follows blocks) lets the uthread run again at
- * once. */
+/* park_entry() is weft_park's entry through vcore context, where a token
+ * found on the way out (and no scheduler that follows blocks) lets the
+ * uthread run again at once. */
 static void park_entry(void *arg)
 {
     struct weft__vcore *vc = arg;
@@ -1085,8 +1093,8 @@ int weft_park(void)
     /* A token is consumed with a full-barrier RMW, never a plain store: the
      * caller's next look at its wake-up condition must not be ordered before
      * the consumption, or an unpark that found the token still there (and
-     * so did nothing) would be lost. Without a token, park_cb's CAS is
-     * that barrier. */
+     * so did nothing) would be lost. Without a token, the CAS in
+     * park_entry / park_handoff_entry is that barrier. */
     if (atomic_load_explicit(&ut->park, memory_order_relaxed) == WEFT__PARK_TOKEN &&
         atomic_exchange(&ut->park, WEFT__PARK_NONE) == WEFT__PARK_TOKEN)
         return 0;

@@ -51,8 +51,9 @@
  * resumed uthread's returns).
  *
  * Where runnable uthreads go is the scheduler's business; the default one
- * (sched/ws.c) keeps each vcore's work on owner-only queues and a `next`
- * slot that a waker on the same vcore fills without an atomic RMW, and
+ * (sched/ws.c) keeps each vcore's work on rings only their owner pushes to
+ * (thieves take half with one CAS) and a `next` slot that only the owner
+ * touches, filled by a waker on the same vcore without an atomic RMW, and
  * sends a woken uthread to its waker's vcore (Go's runnext, tokio's LIFO
  * slot). The core only promises the protocol below.
  *
@@ -73,7 +74,7 @@
  *   rt.nparked    vcores on the idle list.
  * The protocol (Go's, in runtime/proc.go, adapted):
  *   1. Whoever makes work runnable where a parked vcore may be the only one
- *      to look (a shared queue, another vcore's inbox) queues it, then
+ *      to look (a shared queue, such as ws's injection queue) queues it, then
  *      calls weft_vcore_kick(): after a full fence, if nparked == 0 or
  *      nspinning != 0, return: a spinner will find the work. Otherwise CAS
  *      nspinning 0 -> 1 (only one kicker wins), take one vcore off the idle
@@ -88,8 +89,9 @@
  *      parked vcores one at a time instead of all at once (no thundering
  *      herd) and never stays behind on one busy vcore.
  *   3. A spinner that gives up puts itself on the idle list (nparked++),
- *      then leaves the spinning count (a locked RMW, a full fence), then
- *      calls sched_entry once more. Against step 1 this is Dekker's pattern:
+ *      then leaves the spinning count and issues a full fence (an RMW alone
+ *      is not one on aarch64 without LSE), then calls sched_entry once
+ *      more. Against step 1 this is Dekker's pattern:
  *      either the kicker sees nspinning == 0 with us parked and wakes us, or
  *      our re-check sees its work. If the re-check finds work we take
  *      ourselves off the idle list and kick again as in step 2: kickers
@@ -106,6 +108,12 @@
  * vcore to take the duty if nobody has it. Busy vcores run their own due
  * alarms every 16th scheduling decision (weft__chores_due).
  *
+ * Vcores at run time (weft_vcores_request/release, a scheduler with
+ * vcore_up/down): every CPU of the mask has a vcore thread from weft_init
+ * on; those beyond rt.nonline are offline (vcore_offline below): they nap
+ * off the idle list, so kicks never count on them, handle only their
+ * events and their own alarms, and take no uthreads.
+ *
  * Invariants relied on here (numbered as in docs/ARCHITECTURE.md)
  * 1. A uthread is on at most one queue, and touched by another vcore only
  *    after its context is saved: weft_uthread_runnable() aborts otherwise.
@@ -113,12 +121,6 @@
  * 4. Vcore context blocks in the kernel only in vcore_sleep(), and in
  *    vcore_nap(), which stands for it outside the idle list: a scheduler's
  *    cede (bounded by its deadline, woken by events) and an offline vcore.
- *
- * Vcores at run time (weft_vcores_request/release, a scheduler with
- * vcore_up/down): every CPU of the mask has a vcore thread from weft_init
- * on; those beyond rt.nonline are offline (vcore_offline below): they nap
- * off the idle list, so kicks never count on them, handle only their
- * events and their own alarms, and take no uthreads.
  * 5. Spinning is bounded: weft__spin_ns, then park.
  */
 #define _GNU_SOURCE
@@ -496,10 +498,13 @@ static void idle_remove_locked(struct weft__vcore *vc)
     atomic_fetch_sub(&weft__rt.nparked, 1);
 }
 
-/* vcore_signal() wakes vc from its park: its futex, or the poller if it
+/* vcore_signal_how() wakes vc from its park: its futex, or the poller if it
  * sleeps there. Dekker with vcore_sleep(): we set park.word then read
- * in_poller, it sets in_poller then reads park.word (both seq_cst), so either
- * it does not go to sleep or we interrupt the poller. */
+ * park.in_poller, it sets park.in_poller then reads park.word (both
+ * seq_cst), so either it does not go to sleep or we interrupt the poller.
+ * in_handler: the caller is a signal handler, which must not take the
+ * poller's own wake-up path (it may take a lock): it interrupts the poller
+ * with the notification signal instead. vcore_signal() is the usual call. */
 static void vcore_signal_how(struct weft__vcore *vc, bool in_handler)
 {
     atomic_store_explicit(WEFT__AT(&vc->park.word), 1, memory_order_seq_cst);
@@ -537,7 +542,8 @@ static inline void trace_note(struct weft__vcore *vc, int kind, int arg)
     atomic_store_explicit(&vc->park.trace_n, n + 1, memory_order_release);
 }
 
-/* vcore_sleep() is the one place vcore context blocks (invariant 4): on
+/* vcore_sleep() is where a parked vcore blocks (invariant 4; vcore_nap(),
+ * for cedes and offline vcores, is the other place): on
  * the park futex, or, for the vcore with the timer duty once I/O is in use,
  * in the poller. Returns when kicked, at deadline, at shutdown, or when the
  * poller found work. */
@@ -679,7 +685,7 @@ void weft__vcore_wake_signal_safe(struct weft__vcore *vc)
         vcore_signal_how(vc, true); /* it leaves the idle list itself */
 }
 
-/* vcore_became_busy() runs when an idle vcore found work (step 2/3). */
+/* weft__vcore_became_busy() runs when an idle vcore found work (step 2/3). */
 void weft__vcore_became_busy(struct weft__vcore *vc)
 {
     if (idle_of(vc) == WEFT__PARKING) {

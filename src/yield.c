@@ -4,9 +4,9 @@
  * Instrumented code tests this kernel thread's weft__yield_flag at its
  * checks; the ticker (preempt.c) sets a vcore's flag through tick.yield_flagp
  * when the same uthread has run there for a whole quantum, after writing
- * the nrun it saw into yield_for. The slow path clears the flag and yields
+ * the nrun it saw into tick.yield_for. The slow path clears the flag and yields
  * only if the flag is still meant for the uthread running now (nrun ==
- * yield_for): a flag set for a uthread that blocked before its next check
+ * tick.yield_for): a flag set for a uthread that blocked before its next check
  * must not cut the next one's quantum short. The yield is a preemption
  * like the signal's (WEFT_EV_PREEMPT for this nrun, then
  * weft__notif_deliver), so stats, the paused queue position and

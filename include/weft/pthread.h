@@ -63,8 +63,10 @@ extern "C" {
 
 /* ---- threads ------------------------------------------------------------- */
 
-/* pthread_create(): a uthread running fn(arg). EAGAIN (no memory), EINVAL
- * (bad attr), ENOTSUP (a caller-supplied stack, a real-time policy). */
+/* pthread_create(): a uthread running fn(arg), with a stack of its own even
+ * where stack copying is the process default (WEFT_STACK_COPY=1: threads
+ * may share pointers into their stacks). EAGAIN (no memory), EINVAL (bad
+ * attr), ENOTSUP (a caller-supplied stack, a real-time policy). */
 int weft_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 /* pthread_join(): EDEADLK (self), EINVAL (detached, already joined), ESRCH
  * (not a thread). A cancellation point. */

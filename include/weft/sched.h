@@ -228,9 +228,10 @@ int weft_vcores_release(int n);
  * vcore). */
 int weft_vcore_cpu(int id);
 
-/* weft_uthread_yield() saves the calling uthread, switches to vcore context
- * and calls cb(self, arg) there; only then may others touch self (queue it,
- * release the lock that guards the queue). cb must arrange for someone to
+/* weft_uthread_yield() saves the calling uthread, leaves its stack and calls
+ * cb(self, arg) under vcore-context rules: in vcore context, or, on a direct
+ * hand-off, on the stack of the uthread that runs next. Only then may others
+ * touch self (queue it, release the lock that guards the queue). cb must arrange for someone to
  * call weft_uthread_runnable(self) later, or call it itself. Returns when the
  * uthread runs again, with its errno intact. Uthreads only. */
 void weft_uthread_yield(void (*cb)(struct weft_uthread *self, void *arg), void *arg);
@@ -288,7 +289,7 @@ uint64_t weft_vcore_decisions(int id);
  * the uthread's next safe point: the end of the weft call that made the
  * other runnable if that call may switch (weft_mutex_unlock,
  * weft_cond_signal/broadcast, weft_spawn, weft_setprio, weft_rwlock_unlock,
- * weft_wg_done; not the async-signal-safe weft_unpark, weft_sem_post,
+ * weft_wg_done, weft_barrier_wait; not the async-signal-safe weft_unpark, weft_sem_post,
  * weft_futex_wake), else its next switch or tick. From vcore context of id,
  * a uthread interrupted there (a notification being handled) is
  * reconsidered before it resumes. A vcore that is idle or deciding anyway

@@ -7,8 +7,9 @@
  * than WEFT_FOREVER is rejected with EINVAL.
  *
  * Timers need no thread of their own. Each vcore keeps a heap of the alarms
- * started on it; a busy vcore runs its due alarms at every scheduling
- * decision, and the one idle vcore that sleeps in the I/O poller uses the
+ * started on it; a busy vcore runs its due alarms every few scheduling
+ * decisions, and the one parked vcore that holds the timer duty (asleep on
+ * its futex, or in the I/O poller once a descriptor is in use) uses the
  * nearest deadline of all heaps as its timeout and runs whatever is due on
  * any heap. A vcore that runs one uthread for a long time without a
  * scheduling decision delays its own alarms only while no other vcore is

@@ -1,6 +1,7 @@
 /*
  * weft.h — the umbrella header: runtime and uthreads; includes time.h (clocks,
- * sleep, alarms), io.h (I/O that parks), sync.h and sched.h.
+ * sleep, alarms), io.h (I/O that parks), sync.h, sched.h, event.h and
+ * board.h.
  *
  * weft runs one pinned kernel thread per core ("vcore") and multiplexes cheap
  * user-level threads ("uthreads") on them. Every call here also works from an
@@ -249,6 +250,10 @@ int weft_unpark(weft_t t);
  * changes). Not async-signal-safe. */
 int weft_setprio(weft_t t, int prio);
 
+/* weft_getprio() returns t's priority as last set (attr.prio at spawn or
+ * weft_setprio), without any inheritance boost; 0 for NULL. */
+int weft_getprio(weft_t t);
+
 /* ---- thread keys ----------------------------------------------------------- */
 
 /* A key names one value per thread (uthread or kernel thread), NULL until
@@ -274,9 +279,6 @@ void *weft_key_getspecific(weft_key_t key);
  * (key does not exist) or ENOMEM. */
 int weft_key_setspecific(weft_key_t key, const void *value);
 
-/* weft_getprio() returns t's priority as last set (attr.prio at spawn or
- * weft_setprio), without any inheritance boost; 0 for NULL. */
-int weft_getprio(weft_t t);
 
 #ifdef __cplusplus
 }

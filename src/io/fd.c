@@ -250,9 +250,9 @@ static void append(struct weft__waiter **list, struct weft__waiter *w)
 
 /* ---- several descriptors at once ----------------------------------------------
  *
- * A uthread that waits on several descriptors (weft_poll, weft_select's
- * shim, ...) queues one member waiter on each descriptor's poll queue
- * (`any`) and sleeps on one waiter of its own, `main`, in a group. A
+ * A uthread that waits on several descriptors (weft_poll, and so the
+ * shim's poll and select; weft_epoll_wait) queues one member waiter on each
+ * descriptor's poll queue (`any`) and sleeps on one waiter of its own, `main`, in a group. A
  * member's data points at its group. The first event on any member fires
  * the group: under the group's lock it sets `fired` and unlinks `main` if
  * the uthread already sleeps; the waker wakes `main` like any waiter. Every

@@ -17,9 +17,10 @@
  * never touches the submission queue; without it init fails and weft uses
  * epoll.
  *
- * user_data: WAKE and IGNORE are small constants; an odd value is a poll
- * (gen << 32 | fd << 2 | dir << 1 | 1); anything else points to a
- * struct ring_req on a parked uthread's stack.
+ * user_data: WAKE_TAG and IGNORE_TAG are small constants; an odd value is a
+ * poll (gen << 32 | fd << 2 | dir << 1 | 1); anything else points to a
+ * struct ring_req (on the parked uthread's stack, or in the heap for a
+ * stack-copy uthread).
  */
 #define _GNU_SOURCE
 #include <errno.h>

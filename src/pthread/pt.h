@@ -44,32 +44,32 @@ struct pt {
  * end before it clears the word (and may let the cond go). */
 #define PT_POKING ((weft_cond_t *)1)
 
-/* pt_asked(st): a signal or a cancellation waits for st's owner. */
+/* weft__pt_asked(st): a signal or a cancellation waits for st's owner. */
 static inline bool weft__pt_asked(struct pt *st)
 {
     return (atomic_load_explicit(&st->sigpending, memory_order_relaxed) & ~st->mask) ||
            (atomic_load_explicit(&st->cancel_pending, memory_order_relaxed) && !st->cancel_disabled);
 }
 
-/* pt_self(): the calling uthread's state (made on first use), or NULL
+/* weft__pt_self(): the calling uthread's state (made on first use), or NULL
  * outside a uthread or without memory. */
 struct pt *weft__pt_self(void);
-/* pt_is_uthread(t): t names a uthread (or a uthread's memory). */
+/* weft__pt_is_uthread(t): t names a uthread (or a uthread's memory). */
 bool weft__pt_is_uthread(pthread_t t);
-/* pt_requests(st): act on what other threads asked of the caller: runs
+/* weft__pt_requests(st): act on what other threads asked of the caller: runs
  * pending signals' handlers, and if cancellation is pending and enabled
  * unwinds (never returns then). A cancellation point. */
 void weft__pt_requests(struct pt *st);
-/* pt_signals(st): only the pending signals' handlers (what the mask lets
+/* weft__pt_signals(st): only the pending signals' handlers (what the mask lets
  * through). */
 void weft__pt_signals(struct pt *st);
-/* pt_unwind(st): run the cleanup handlers, then end the uthread with
+/* weft__pt_unwind(st): run the cleanup handlers, then end the uthread with
  * st->exit_value. */
 _Noreturn void weft__pt_unwind(struct pt *st);
-/* pt_sleep_until(deadline): sleep, woken early by a request (0), or until
+/* weft__pt_sleep_until(deadline): sleep, woken early by a request (0), or until
  * deadline (ETIMEDOUT). */
 int weft__pt_sleep_until(uint64_t deadline);
-/* pt_deadline(clock, abstime, &d): an absolute time on clock as a
+/* weft__pt_deadline(clock, abstime, &d): an absolute time on clock as a
  * CLOCK_MONOTONIC deadline; 0 or EINVAL. */
 int weft__pt_deadline(clockid_t clock, const struct timespec *abstime, uint64_t *d);
 

@@ -253,7 +253,11 @@ static WEFT__NOINLINE void pt_detach_state(struct weft_uthread *t)
 int weft_pthread_create(pthread_t *out, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
     weft_once(&pt_once, pt_init);
-    weft_attr_t wa = { 0 };
+    /* Always a stack of its own, whatever WEFT_STACK_COPY says: POSIX
+     * threads may hand each other pointers into their stacks, which a
+     * stack-copy uthread's stack does not keep while it waits (and
+     * weft__pt_is_uthread knows a uthread by the stack it sits on). */
+    weft_attr_t wa = { .flags = WEFT_STACK_OWN };
     bool detached = false;
     if (attr) {
         const struct pattr *a = CPA(attr);

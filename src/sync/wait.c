@@ -4,9 +4,10 @@
  * A blocking primitive takes its queue's spinlock, decides it must wait,
  * queues a struct weft__waiter (its uthread's own, weft__waiter_mine(), or
  * on a kernel thread's stack) and calls weft__wait():
- *  - a uthread yields to vcore context; the callback there arms the deadline
- *    timer and only then releases the lock, so no waker can see the uthread
- *    before its context is saved (the parlib pattern; no lost wake-up);
+ *  - a uthread yields (weft_uthread_yield); the callback, which runs after
+ *    the save, arms the deadline timer and only then releases the lock, so
+ *    no waker can see the uthread before its context is saved (the parlib
+ *    pattern; no lost wake-up);
  *  - an outside kernel thread releases the lock and sleeps on the futex word
  *    in its waiter.
  * A waker takes the lock, unlinks waiters and sets their status, releases the
