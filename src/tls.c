@@ -45,10 +45,12 @@
  * of the uthread's struct pthread is set to the vcore's tid at each enter
  * (glibc's own locks and raise() use it).
  *
- * Refused: sanitizer builds (their runtimes keep per-thread state in TLS
- * that a copy would corrupt), and the yield pass's flag mode (the ticker
- * sets the flag in the vcore thread's TLS, which a uthread no longer
- * reads): counter mode and signals still preempt.
+ * Refused (weft_init's ENOTSUP): sanitizer builds (their runtimes keep
+ * per-thread state in TLS that a copy would corrupt). Not refused, but
+ * without effect in this mode: the yield pass's flag mode (the ticker sets
+ * the flag in the vcore thread's TLS, which a uthread no longer reads; weft
+ * says so once, weft__tls_flag_mode_refused): counter mode and signals
+ * still preempt.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
