@@ -215,8 +215,8 @@ static inline bool preempting(void)
 /* Each level is a ring of uthread pointers (FIFO, growing by doubling),
  * not a list through the uthreads: popping from a list reads the popped
  * uthread's line to find the next one, which with thousands of uthreads
- * is a cache and TLB miss on the hot path (a yield at 10 000 uthreads cost
- * ~1.6x ws's that way; the ring costs what ws's rings do). A queued
+ * is a cache and TLB miss on the hot path (the ring costs what ws's rings
+ * do: the report's priocost section). A queued
  * uthread's slot number is in its link.data, so it can be taken out from
  * anywhere (a priority change, a steal that skips pinned ones): its slot
  * becomes NULL, which pops skip. A push that finds the ring full rebuilds
