@@ -23,6 +23,8 @@
  *      lets go of what it holds and takes R with a CAS (-1 -> v). If another
  *      vcore w holds R, t goes to w instead (pinned to w for that one run,
  *      WEFT__SC_FORWARDED): w is executing on R, and runs t once R is free.
+ *      A wake-up does the same ahead of time (weft__sc_wake): t is pinned
+ *      to R's holder, so thieves do not take what they could only forward.
  *   2. A fresh t gets v's current fresh run stack and a new context at its
  *      top. v binds BIND_BATCH uthreads in a row to one run stack, then
  *      moves to another (a new one while there are fewer than RS_PER_VCORE
@@ -451,8 +453,21 @@ static void forward(struct weft__vcore *vc, struct weft_uthread *t, int h)
 
 void weft__sc_wake(int me, struct weft_uthread *t)
 {
+    /* Pinned to the run stack's holder if another vcore holds it. Also to
+     * the waker's own vcore, when that holds it, while there are fewer than
+     * two run stacks per online vcore: the holder then seldom lets go of it,
+     * and a thief could only hand the uthread back (forward). With a ring's
+     * 16 uthreads on one run stack, the thieves' steals and forwards made
+     * two vcores 4x slower than one. With more run stacks, which a vcore
+     * holds in turn, a thief usually finds the run stack free, and stealing
+     * is what spreads the work (pinning there halved the two-vcore ring at
+     * 10^3-10^4 uthreads). */
     int h = atomic_load_explicit(&t->rs->holder, memory_order_relaxed);
-    if (h >= 0 && h != me && !(t->link.flags & WEFT_PINNED)) {
+    int online = atomic_load_explicit(&weft__rt.nonline, memory_order_relaxed);
+    bool pin = h >= 0 && (h != me || (online > 1 &&
+                                     atomic_load_explicit(&weft__sc_nstacks, memory_order_relaxed) <
+                                         2 * online));
+    if (pin && !(t->link.flags & WEFT_PINNED)) {
         t->link.flags |= WEFT_PINNED;
         t->link.vcore = h;
         t->copy_flags |= WEFT__SC_FORWARDED;
