@@ -7,7 +7,7 @@ bench/report/history.json so the report shows change over time. The
 renderers live in bench/render/ (one module per section, the shared helpers
 in render/common.py).
 
-    python3 bench/report.py bench/results/<host>-<timestamp>.json
+    python3 bench/report.py bench/results/<host>-<timestamp>.json [--out DIR]
 
 Needs matplotlib (Debian: python3-matplotlib); without it the report is
 written without plots and says so.
@@ -108,7 +108,11 @@ def render(data: dict, json_path: Path, out: Path = OUT) -> Path:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: report.py bench/results/<host>-<timestamp>.json")
-    p = Path(sys.argv[1])
-    render(json.loads(p.read_text()), p)
+    import argparse
+    ap = argparse.ArgumentParser(description="Renders a results file of bench/run.py.")
+    ap.add_argument("results", type=Path, help="bench/results/<host>-<timestamp>.json")
+    ap.add_argument("--out", type=Path, default=OUT,
+                    help="the report's folder (default bench/report; another machine's run, "
+                         "such as the 16-core one, goes to a folder of its own)")
+    args = ap.parse_args()
+    render(json.loads(args.results.read_text()), args.results, args.out)
