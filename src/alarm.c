@@ -210,7 +210,7 @@ static bool stop(struct weft_alarm *a, bool may_sleep)
         if (s == A_IDLE)
             break;
         if (BASE(s) == A_REARM) { /* cancel the start made during the callback */
-            if (atomic_compare_exchange_strong(STATE(a), &s, A_FIRING | (s & A_WAITED)))
+            if (atomic_compare_exchange_strong_explicit(STATE(a), &s, A_FIRING | (s & A_WAITED), memory_order_seq_cst, memory_order_seq_cst))
                 stopped = true;
             continue;
         }
@@ -230,7 +230,7 @@ static bool stop(struct weft_alarm *a, bool may_sleep)
                 continue;
             }
             /* Sleep until its runner leaves FIRING (it wakes us by address). */
-            if (s == A_FIRING && !atomic_compare_exchange_strong(STATE(a), &s, A_FIRING | A_WAITED))
+            if (s == A_FIRING && !atomic_compare_exchange_strong_explicit(STATE(a), &s, A_FIRING | A_WAITED, memory_order_seq_cst, memory_order_seq_cst))
                 continue;
             weft_futex_wait((uint32_t *)(void *)STATE(a), A_FIRING | A_WAITED, WEFT_FOREVER);
             continue;
@@ -284,7 +284,7 @@ static void rearm_lost(struct weft_alarm *a)
 {
     static _Atomic bool said;
     (void)a;
-    if (!atomic_exchange(&said, true))
+    if (!atomic_exchange_explicit(&said, true, memory_order_seq_cst))
         fprintf(stderr, "weft: out of memory for the timer heap: an alarm restarted from its "
                         "own callback was dropped\n");
 }
@@ -370,7 +370,7 @@ void weft__heap_fini(struct weft__heap *h)
     free(h->v);
     h->v = NULL;
     h->n = h->cap = 0;
-    atomic_store(&h->min, UINT64_MAX);
+    atomic_store_explicit(&h->min, UINT64_MAX, memory_order_seq_cst);
 }
 
 /* ---- the public alarm API --------------------------------------------------- */
@@ -422,7 +422,7 @@ static int start(struct weft_alarm *a)
             weft__spin_unlock(&h->lock);
             if (!room)
                 return ENOMEM;
-            if (atomic_compare_exchange_strong(STATE(a), &s, A_REARM | (s & A_WAITED)))
+            if (atomic_compare_exchange_strong_explicit(STATE(a), &s, A_REARM | (s & A_WAITED), memory_order_seq_cst, memory_order_seq_cst))
                 return 0;
             continue;
         }

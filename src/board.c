@@ -165,9 +165,9 @@ static int claim_slot(struct board_seg *b)
     int32_t me = (int32_t)getpid();
     for (int pass = 0; pass < 2; pass++)
         for (int s = 0; s < WEFT_BOARD_PROCS; s++) {
-            int32_t p = atomic_load(&b->pid[s]);
+            int32_t p = atomic_load_explicit(&b->pid[s], memory_order_seq_cst);
             if (p == 0 || (pass == 1 && p != me && pid_gone(p))) {
-                if (atomic_compare_exchange_strong(&b->pid[s], &p, me)) {
+                if (atomic_compare_exchange_strong_explicit(&b->pid[s], &p, me, memory_order_seq_cst, memory_order_seq_cst)) {
                     slot_clear(b, s); /* a dead owner's words */
                     return s;
                 }
@@ -183,7 +183,7 @@ static int attach_locked(const char *name)
     int r = board_path(name, path, sizeof path);
     if (r)
         return r;
-    if (atomic_load(&seg))
+    if (atomic_load_explicit(&seg, memory_order_seq_cst))
         return EBUSY;
     struct board_seg *b = map_board(path, &r);
     if (!b)
@@ -194,7 +194,7 @@ static int attach_locked(const char *name)
         return ENOSPC;
     }
     my_slot = s;
-    atomic_store(&b->sig[s], weft__notif_signo());
+    atomic_store_explicit(&b->sig[s], weft__notif_signo(), memory_order_seq_cst);
     for (int i = 0; i < WEFT_BOARD_PROCS; i++)
         atomic_store_explicit(&checked_at[i], 0, memory_order_relaxed);
     atomic_store_explicit(&seg, b, memory_order_release);
@@ -235,11 +235,11 @@ void weft__board_attach_env(void)
 int weft_board_detach(void)
 {
     pthread_mutex_lock(&board_lock);
-    struct board_seg *b = atomic_load(&seg);
+    struct board_seg *b = atomic_load_explicit(&seg, memory_order_seq_cst);
     if (b) {
         atomic_store_explicit(&seg, NULL, memory_order_release);
         slot_clear(b, my_slot);
-        atomic_store(&b->pid[my_slot], 0);
+        atomic_store_explicit(&b->pid[my_slot], 0, memory_order_seq_cst);
     }
     pthread_mutex_unlock(&board_lock);
     if (b)
@@ -337,10 +337,10 @@ int weft_board_foreign(int vcore)
         if (now - last < LIVENESS_NS)
             return top - 32;
         atomic_store_explicit(&checked_at[top_slot], now, memory_order_relaxed);
-        int32_t p = atomic_load(&b->pid[top_slot]);
+        int32_t p = atomic_load_explicit(&b->pid[top_slot], memory_order_seq_cst);
         if (p == 0 || !pid_gone(p))
             return top - 32; /* alive (or a slot changing hands: looked at again later) */
-        if (atomic_compare_exchange_strong(&b->pid[top_slot], &p, 0))
+        if (atomic_compare_exchange_strong_explicit(&b->pid[top_slot], &p, 0, memory_order_seq_cst, memory_order_seq_cst))
             slot_clear(b, top_slot); /* its process died attached */
     }
 }

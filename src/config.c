@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,8 +83,8 @@ const struct weft__cfg_var weft__cfg_vars[WEFT__CFG_N] = {
 /* The values: written by weft__cfg_load (weft_init, before its vcores
  * start), read by anyone after; the numbers relaxed-atomic, since a mutex
  * may be contended by outside threads during a weft_init. */
-static long long num[WEFT__CFG_N];
-static bool isset[WEFT__CFG_N];
+static _Atomic long long num[WEFT__CFG_N];
+static _Atomic bool isset[WEFT__CFG_N];
 static char str[WEFT__CFG_N][STR_MAX];
 
 /* one_of(): word is one of words ('|'-separated). */
@@ -145,22 +146,22 @@ void weft__cfg_load(void)
         bool ok = s && *s && parse(v, s, &x);
         if (ok && v->words)
             strcpy(str[i], s);
-        __atomic_store_n(&num[i], x, __ATOMIC_RELAXED);
-        __atomic_store_n(&isset[i], ok, __ATOMIC_RELEASE);
+        atomic_store_explicit(&num[i], x, memory_order_relaxed);
+        atomic_store_explicit(&isset[i], ok, memory_order_release);
     }
     errno = saved;
 }
 
 long long weft__cfg_num(enum weft__cfg id, long long dflt)
 {
-    if (!__atomic_load_n(&isset[id], __ATOMIC_ACQUIRE))
+    if (!atomic_load_explicit(&isset[id], memory_order_acquire))
         return dflt;
-    return __atomic_load_n(&num[id], __ATOMIC_RELAXED);
+    return atomic_load_explicit(&num[id], memory_order_relaxed);
 }
 
 const char *weft__cfg_str(enum weft__cfg id)
 {
-    return __atomic_load_n(&isset[id], __ATOMIC_ACQUIRE) ? str[id] : NULL;
+    return atomic_load_explicit(&isset[id], memory_order_acquire) ? str[id] : NULL;
 }
 
 int weft_config_get(const char *name, long long *out)
@@ -168,9 +169,9 @@ int weft_config_get(const char *name, long long *out)
     int i = name ? weft__cfg_find(name) : -1;
     if (i < 0 || weft__cfg_vars[i].words || !out)
         return EINVAL;
-    if (!__atomic_load_n(&isset[i], __ATOMIC_ACQUIRE))
+    if (!atomic_load_explicit(&isset[i], memory_order_acquire))
         return ENOENT;
-    *out = __atomic_load_n(&num[i], __ATOMIC_RELAXED);
+    *out = atomic_load_explicit(&num[i], memory_order_relaxed);
     return 0;
 }
 

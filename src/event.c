@@ -103,7 +103,7 @@ int weft_vcore_notify(int vcore, unsigned type, uintptr_t payload)
              * kept); vcore context cannot wait for a vcore. */
             bool put;
             while (!(put = weft__sigq_put_msg(vc, type, payload)) &&
-                   !(me && !me->current) && !atomic_load(&rt->closing)) {
+                   !(me && !me->current) && !atomic_load_explicit(&rt->closing, memory_order_seq_cst)) {
                 weft__event_post_bits(vc, 1ull << WEFT__EV_SIGQ);
                 attention(vc);
                 if (me)
@@ -336,7 +336,7 @@ void weft__events_handle(struct weft__vcore *vc)
     /* A scheduler's weft_vcore_preempt(), maybe by a wake-up just above. */
     if ((bits & (1ull << WEFT__EV_RESCHED)) ||
         (atomic_load_explicit(&vc->ev.bits, memory_order_relaxed) & (1ull << WEFT__EV_RESCHED) &&
-         atomic_fetch_and(&vc->ev.bits, ~(1ull << WEFT__EV_RESCHED)) & (1ull << WEFT__EV_RESCHED))) {
+         atomic_fetch_and_explicit(&vc->ev.bits, ~(1ull << WEFT__EV_RESCHED), memory_order_seq_cst) & (1ull << WEFT__EV_RESCHED))) {
         vc->resched = true;
         n++;
     }

@@ -437,7 +437,7 @@ static void *volatile tk_parents[3]; /* a fork child: the parent ticker's, kept 
 
 static void ticker_poke(void)
 {
-    atomic_fetch_add(WEFT__AT(&ticker_word), 1);
+    atomic_fetch_add_explicit(WEFT__AT(&ticker_word), 1, memory_order_seq_cst);
     weft__futex_wake(&ticker_word, 1);
 }
 
@@ -471,7 +471,7 @@ static void set_flag(struct weft__vcore *vc, uint64_t r)
 {
     atomic_store_explicit(&vc->tick.yield_for, r, memory_order_release);
     if (vc->tick.yield_flagp)
-        __atomic_store_n(vc->tick.yield_flagp, 1, __ATOMIC_RELEASE);
+        atomic_store_explicit(WEFT__ATOMIC(unsigned char, vc->tick.yield_flagp), 1, memory_order_release);
 }
 
 /* ticker_place() pins the ticker to the CPUs of our affinity mask that no
@@ -507,9 +507,9 @@ static void *ticker_main(void *arg)
     uint64_t prev_look = 0;                  /* time of the previous look */
     for (int i = 0; seen && i < n; i++)
         seen[i] = UINT64_MAX; /* not looked at yet */
-    while (!atomic_load(&ticker_stop)) {
-        uint32_t word = atomic_load(WEFT__AT(&ticker_word));
-        unsigned us = atomic_load(&period_us);
+    while (!atomic_load_explicit(&ticker_stop, memory_order_seq_cst)) {
+        uint32_t word = atomic_load_explicit(WEFT__AT(&ticker_word), memory_order_seq_cst);
+        unsigned us = atomic_load_explicit(&period_us, memory_order_seq_cst);
         bool needed = false; /* a period, and a vcore that does not tick itself */
         for (int i = 0; us && seen && since && looks && !needed && i < n; i++)
             needed = !ticks_itself(&rt->vcores[i]);
@@ -575,7 +575,7 @@ int weft__notif_started(void)
     sigset_t all, old;
     sigfillset(&all);
     weft__sys.pthread_sigmask(SIG_SETMASK, &all, &old); /* the ticker takes no signals */
-    atomic_store(&ticker_stop, false);
+    atomic_store_explicit(&ticker_stop, false, memory_order_seq_cst);
     int r = weft__sys.pthread_create(&ticker, NULL, ticker_main, NULL);
     weft__sys.pthread_sigmask(SIG_SETMASK, &old, NULL);
     ticker_started = r == 0;
@@ -588,16 +588,16 @@ void weft__notif_forked(void)
     tk_seen = tk_since = NULL;
     tk_looks = NULL;
     ticker_started = false; /* threads and POSIX timers are not inherited */
-    __atomic_store_n(&weft__yield_flag, 0, __ATOMIC_RELAXED);
+    atomic_store_explicit(WEFT__ATOMIC(unsigned char, &weft__yield_flag), 0, memory_order_relaxed);
     atomic_store_explicit(&ticker_stop, false, memory_order_relaxed);
-    __atomic_store_n(&ticker_word, 0, __ATOMIC_RELAXED);
+    atomic_store_explicit(WEFT__AT(&ticker_word), 0, memory_order_relaxed);
 }
 
 void weft__notif_stopping(void)
 {
     if (!ticker_started)
         return;
-    atomic_store(&ticker_stop, true);
+    atomic_store_explicit(&ticker_stop, true, memory_order_seq_cst);
     ticker_poke();
     weft__sys.pthread_join(ticker, NULL);
     ticker_started = false;
@@ -625,12 +625,12 @@ int weft_set_preempt_period(unsigned us)
 {
     if (!period_ok(us))
         return EINVAL;
-    atomic_store(&period_us, us);
+    atomic_store_explicit(&period_us, us, memory_order_seq_cst);
     struct weft__runtime *rt = &weft__rt;
     bool outside = !weft__vc_at_entry();
     if (!outside || weft__outside_enter(WEFT__GATE_USE) == 0) {
         for (int i = 0; i < rt->nvcores; i++)
-            if (atomic_load(&rt->vcores[i].tick.has_timers))
+            if (atomic_load_explicit(&rt->vcores[i].tick.has_timers, memory_order_seq_cst))
                 arm_tick(&rt->vcores[i], use_ticker() ? 0 : us);
         if (outside)
             weft__outside_leave();
@@ -641,12 +641,12 @@ int weft_set_preempt_period(unsigned us)
 
 void weft__notif_repoll(void)
 {
-    weft_set_preempt_period(atomic_load(&period_us));
+    weft_set_preempt_period(atomic_load_explicit(&period_us, memory_order_seq_cst));
 }
 
 unsigned weft_preempt_period(void)
 {
-    return atomic_load(&period_us);
+    return atomic_load_explicit(&period_us, memory_order_seq_cst);
 }
 
 /* ---- set-up ---------------------------------------------------------------------- */
@@ -687,17 +687,17 @@ int weft__notif_init(unsigned preempt_us)
     find_ranges();
     if (sigaction(notif_sig, &sa, NULL) != 0)
         return EINVAL;
-    atomic_store(&period_us, preempt_us);
+    atomic_store_explicit(&period_us, preempt_us, memory_order_seq_cst);
     return 0;
 }
 
 void weft__notif_vcore_start(struct weft__vcore *vc)
 {
-    __atomic_store_n(&weft__yield_flag, 0, __ATOMIC_RELAXED);
+    atomic_store_explicit(WEFT__ATOMIC(unsigned char, &weft__yield_flag), 0, memory_order_relaxed);
     weft__yield_count = 0;
     vc->tick.yield_flagp = &weft__yield_flag; /* published by the tid store */
-    atomic_store(&vc->tick.yield_for, UINT64_MAX);
-    atomic_store(&vc->tid, (int)syscall(SYS_gettid));
+    atomic_store_explicit(&vc->tick.yield_for, UINT64_MAX, memory_order_seq_cst);
+    atomic_store_explicit(&vc->tid, (int)syscall(SYS_gettid), memory_order_seq_cst);
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, notif_sig);
@@ -708,7 +708,7 @@ void weft__notif_vcore_start(struct weft__vcore *vc)
         sev.sigev_notify = SIGEV_THREAD_ID;
         sev.sigev_signo = notif_sig;
         sev.sigev_value.sival_int = i == 0 ? SIGV_TICK : SIGV_RETRY;
-        sev._sigev_un._tid = atomic_load(&vc->tid);
+        sev._sigev_un._tid = atomic_load_explicit(&vc->tid, memory_order_seq_cst);
         if (timer_create(CLOCK_MONOTONIC, &sev, &t[i]) != 0) {
             if (i)
                 timer_delete(t[0]);
@@ -723,9 +723,9 @@ void weft__notif_vcore_start(struct weft__vcore *vc)
      * armed us first: arm until the period we armed is the current one. */
     unsigned us;
     do {
-        us = atomic_load(&period_us);
+        us = atomic_load_explicit(&period_us, memory_order_seq_cst);
         arm_tick(vc, use_ticker() ? 0 : us);
-    } while (us != atomic_load(&period_us));
+    } while (us != atomic_load_explicit(&period_us, memory_order_seq_cst));
     ticker_poke();
 }
 
@@ -738,9 +738,9 @@ void weft__notif_sleeping(struct weft__vcore *vc, bool asleep)
 
 void weft__notif_vcore_stop(struct weft__vcore *vc)
 {
-    if (!atomic_load(&vc->tick.has_timers))
+    if (!atomic_load_explicit(&vc->tick.has_timers, memory_order_seq_cst))
         return;
-    atomic_store(&vc->tick.has_timers, false);
+    atomic_store_explicit(&vc->tick.has_timers, false, memory_order_seq_cst);
     timer_delete((timer_t)vc->tick.ptimer);
     timer_delete((timer_t)vc->tick.rtimer);
 }

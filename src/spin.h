@@ -13,7 +13,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define WEFT__AT(p) ((_Atomic uint32_t *)(void *)(p))
+/* One atomic idiom: C11 atomic_*_explicit. An object that must keep a plain
+ * type is viewed as atomic through these casts: a field of a struct in
+ * include/weft/ (C++ includes those headers, and `_Atomic` is C only), a
+ * futex word (WEFT__AT: the kernel takes a plain uint32_t *), a word the
+ * yield pass's code or another library reads (weft__yield_flag), a
+ * thread-local word. The public headers' own inline functions, which C++
+ * compiles too, are the one place for the __atomic builtins. */
+#define WEFT__ATOMIC(T, p) ((_Atomic(T) *)(void *)(p))
+#define WEFT__AT(p) WEFT__ATOMIC(uint32_t, p)
+_Static_assert(sizeof(_Atomic(void *)) == sizeof(void *) && sizeof(_Atomic(uint32_t)) == 4 &&
+                   sizeof(_Atomic(int)) == sizeof(int) && sizeof(_Atomic(unsigned char)) == 1,
+               "an atomic view of a plain object must have its size");
 
 /* libweft is built with hidden symbols: the public headers say what it
  * exports, and WEFT__EXPORT marks the few internal names the pthread layer
@@ -63,10 +74,10 @@ WEFT__EXPORT extern __thread unsigned weft__tls_crit __attribute__((tls_model("i
  * kernel thread as threads of their own and cannot always see the switches
  * that order them. */
 #ifdef WEFT__SPIN_TSAN
-#define WEFT__CRIT_LOAD() __atomic_load_n(&weft__tls_crit, __ATOMIC_RELAXED)
-#define WEFT__CRIT_ADD(v) __atomic_fetch_add(&weft__tls_crit, (v), __ATOMIC_RELAXED)
-#define WEFT__CRIT_OR(v) __atomic_fetch_or(&weft__tls_crit, (v), __ATOMIC_RELAXED)
-#define WEFT__CRIT_AND(v) __atomic_fetch_and(&weft__tls_crit, (v), __ATOMIC_RELAXED)
+#define WEFT__CRIT_LOAD() atomic_load_explicit(WEFT__ATOMIC(unsigned, &weft__tls_crit), memory_order_relaxed)
+#define WEFT__CRIT_ADD(v) atomic_fetch_add_explicit(WEFT__ATOMIC(unsigned, &weft__tls_crit), (v), memory_order_relaxed)
+#define WEFT__CRIT_OR(v) atomic_fetch_or_explicit(WEFT__ATOMIC(unsigned, &weft__tls_crit), (v), memory_order_relaxed)
+#define WEFT__CRIT_AND(v) atomic_fetch_and_explicit(WEFT__ATOMIC(unsigned, &weft__tls_crit), (v), memory_order_relaxed)
 #else
 #define WEFT__CRIT_LOAD() (weft__tls_crit)
 #define WEFT__CRIT_ADD(v) (weft__tls_crit += (v))

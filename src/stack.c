@@ -238,7 +238,7 @@ int weft__stack_init(void)
         weft__page_size = (size_t)ps;
     long long v = weft__cfg_num(WEFT__CFG_MAX_GUARDED_STACKS, -1);
     guard_budget = v >= 0 ? v : read_max_map_count() / 4; /* 2 VMAs each, half the budget */
-    atomic_store(&budget_warned, false);
+    atomic_store_explicit(&budget_warned, false, memory_order_seq_cst);
     unsigned long minsig = getauxval(AT_MINSIGSTKSZ);
     frame_room = (minsig > 2048 ? minsig : 2048) + 4096;
     if (!segv_installed) {
@@ -257,7 +257,7 @@ static void unmap(struct weft_uthread *t)
 {
     bool guarded = t->guarded;
     if (munmap(t->map, t->map_size) == 0 && guarded)
-        atomic_fetch_sub(&guarded_live, 1);
+        atomic_fetch_sub_explicit(&guarded_live, 1, memory_order_seq_cst);
 }
 
 static void unmap_list(struct weft_uthread *t)
@@ -305,10 +305,10 @@ void weft__stack_vcore_fini(struct weft__vcore *vc)
 
 static bool take_guard(void)
 {
-    if (atomic_fetch_add(&guarded_live, 1) < guard_budget)
+    if (atomic_fetch_add_explicit(&guarded_live, 1, memory_order_seq_cst) < guard_budget)
         return true;
-    atomic_fetch_sub(&guarded_live, 1);
-    if (!atomic_exchange(&budget_warned, true))
+    atomic_fetch_sub_explicit(&guarded_live, 1, memory_order_seq_cst);
+    if (!atomic_exchange_explicit(&budget_warned, true, memory_order_seq_cst))
         fprintf(stderr,
                 "weft: %ld guarded uthread stacks reached weft's share of vm.max_map_count; "
                 "new stacks get no guard page and are checked with a canary at every switch\n",
@@ -342,11 +342,11 @@ static struct weft_uthread *map_new(size_t size)
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
     if (m == MAP_FAILED) {
         if (guarded)
-            atomic_fetch_sub(&guarded_live, 1);
+            atomic_fetch_sub_explicit(&guarded_live, 1, memory_order_seq_cst);
         return NULL;
     }
     if (guarded && mprotect(m, guard, PROT_NONE) != 0) {
-        atomic_fetch_sub(&guarded_live, 1); /* out of mappings: live without the guard */
+        atomic_fetch_sub_explicit(&guarded_live, 1, memory_order_seq_cst); /* out of mappings: live without the guard */
         guarded = false;
     }
     char *lo = m + (guarded ? guard : 0);

@@ -137,7 +137,7 @@ static WEFT__NOINLINE unsigned crit_get(void)
 }
 static WEFT__NOINLINE void crit_put(unsigned v)
 {
-    __atomic_store_n(&weft__tls_crit, v, __ATOMIC_RELAXED);
+    atomic_store_explicit(WEFT__ATOMIC(unsigned, &weft__tls_crit), v, memory_order_relaxed);
 }
 
 void weft__tls_enter(struct weft__vcore *vc, struct weft_uthread *t)
@@ -381,7 +381,7 @@ bool weft__tls_flag_mode_refused(void)
     if (!weft__tls_uthread)
         return false;
     static _Atomic bool said;
-    if (!atomic_exchange(&said, true))
+    if (!atomic_exchange_explicit(&said, true, memory_order_seq_cst))
         fprintf(stderr, "weft: the yield pass's flag mode needs WEFT_TLS=shared; with "
                         "WEFT_TLS=uthread only signals preempt\n");
     return true;

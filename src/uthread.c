@@ -416,8 +416,8 @@ void weft_uthread_blocked(struct weft_uthread *t, int why)
 void weft__live_return(struct weft__vcore *vc, int n)
 {
     vc->live_credit -= n;
-    if (atomic_fetch_sub(WEFT__AT(&weft__rt.live), (uint32_t)n) == (uint32_t)n &&
-        atomic_load(&shutdown_waiting))
+    if (atomic_fetch_sub_explicit(WEFT__AT(&weft__rt.live), (uint32_t)n, memory_order_seq_cst) == (uint32_t)n &&
+        atomic_load_explicit(&shutdown_waiting, memory_order_seq_cst))
         weft__futex_wake(&weft__rt.live, INT_MAX);
 }
 
@@ -425,11 +425,11 @@ void weft__live_return(struct weft__vcore *vc, int n)
 static void live_inc(struct weft__vcore *vc)
 {
     if (!vc) {
-        atomic_fetch_add(WEFT__AT(&weft__rt.live), 1);
+        atomic_fetch_add_explicit(WEFT__AT(&weft__rt.live), 1, memory_order_seq_cst);
         return;
     }
     if (WEFT__UNLIKELY(vc->live_credit == 0)) {
-        atomic_fetch_add(WEFT__AT(&weft__rt.live), LIVE_BATCH);
+        atomic_fetch_add_explicit(WEFT__AT(&weft__rt.live), LIVE_BATCH, memory_order_seq_cst);
         vc->live_credit = LIVE_BATCH;
         weft__stat_add(&vc->st.shared_rmw, 1);
     }
@@ -446,7 +446,7 @@ static void live_dec(void)
 
 void weft__shutdown_waiting(bool on)
 {
-    atomic_store(&shutdown_waiting, on);
+    atomic_store_explicit(&shutdown_waiting, on, memory_order_seq_cst);
 }
 
 static void exit_cb(struct weft_uthread *ut, void *arg)
@@ -828,10 +828,10 @@ static void prio_apply(struct weft_uthread *t)
     for (int i = 0; i < WEFT__BOOSTS; i++)
         if (t->prio.boost[i].m && t->prio.boost[i].level > eff)
             eff = t->prio.boost[i].level;
-    int old = __atomic_load_n(&t->link.prio, __ATOMIC_RELAXED);
+    int old = atomic_load_explicit(WEFT__ATOMIC(int, &t->link.prio), memory_order_relaxed);
     if (eff == old)
         return;
-    __atomic_store_n(&t->link.prio, eff, __ATOMIC_RELAXED);
+    atomic_store_explicit(WEFT__ATOMIC(int, &t->link.prio), eff, memory_order_relaxed);
     void (*changed)(struct weft_uthread *, int) = weft__rt.ops ? weft__rt.ops->thread_prio_changed : NULL;
     if (!changed)
         return;
@@ -860,7 +860,7 @@ static void prio_change(struct weft_uthread *t, void (*fn)(struct weft_uthread *
     if (running)
         prio_apply(t);
     else
-        __atomic_store_n(&t->link.prio, t->prio.base, __ATOMIC_RELAXED);
+        atomic_store_explicit(WEFT__ATOMIC(int, &t->link.prio), t->prio.base, memory_order_relaxed);
     weft__spin_unlock(&t->prio.lock);
     if (outside && running)
         weft__outside_leave();
@@ -1050,8 +1050,8 @@ static void park_handoff_entry(void *arg)
     if (WEFT__UNLIKELY(weft__rt.ops->thread_has_blocked != NULL))
         weft_uthread_blocked(ut, WEFT_BLOCK_PARK);
     int exp = WEFT__PARK_NONE;
-    if (WEFT__UNLIKELY(!atomic_compare_exchange_strong(&ut->park, &exp, WEFT__PARK_PARKED))) {
-        atomic_store(&ut->park, WEFT__PARK_NONE); /* seq_cst: see weft_park() */
+    if (WEFT__UNLIKELY(!atomic_compare_exchange_strong_explicit(&ut->park, &exp, WEFT__PARK_PARKED, memory_order_seq_cst, memory_order_seq_cst))) {
+        atomic_store_explicit(&ut->park, WEFT__PARK_NONE, memory_order_seq_cst); /* seq_cst: see weft_park() */
         runnable(vc, ut);
     }
     start_on(vc, vc->handoff_to);
@@ -1070,8 +1070,8 @@ static void park_entry(void *arg)
     if (told)
         weft_uthread_blocked(ut, WEFT_BLOCK_PARK);
     int exp = WEFT__PARK_NONE;
-    if (WEFT__UNLIKELY(!atomic_compare_exchange_strong(&ut->park, &exp, WEFT__PARK_PARKED))) {
-        atomic_store(&ut->park, WEFT__PARK_NONE); /* seq_cst: see weft_park() */
+    if (WEFT__UNLIKELY(!atomic_compare_exchange_strong_explicit(&ut->park, &exp, WEFT__PARK_PARKED, memory_order_seq_cst, memory_order_seq_cst))) {
+        atomic_store_explicit(&ut->park, WEFT__PARK_NONE, memory_order_seq_cst); /* seq_cst: see weft_park() */
         if (told || vc->copy_next) { /* a successor is chosen: it runs first */
             weft_uthread_runnable(ut);
         } else {
@@ -1096,7 +1096,7 @@ int weft_park(void)
      * so did nothing) would be lost. Without a token, the CAS in
      * park_entry / park_handoff_entry is that barrier. */
     if (atomic_load_explicit(&ut->park, memory_order_relaxed) == WEFT__PARK_TOKEN &&
-        atomic_exchange(&ut->park, WEFT__PARK_NONE) == WEFT__PARK_TOKEN)
+        atomic_exchange_explicit(&ut->park, WEFT__PARK_NONE, memory_order_seq_cst) == WEFT__PARK_TOKEN)
         return 0;
     struct weft_uthread *next = local_next(vc);
     if (next)
@@ -1117,7 +1117,7 @@ int weft_unpark(weft_t t)
     int s = atomic_load_explicit(&t->park, memory_order_relaxed);
     for (;;) {
         int next = s == WEFT__PARK_PARKED ? WEFT__PARK_NONE : WEFT__PARK_TOKEN;
-        if (atomic_compare_exchange_weak(&t->park, &s, next))
+        if (atomic_compare_exchange_weak_explicit(&t->park, &s, next, memory_order_seq_cst, memory_order_seq_cst))
             break;
     }
     if (s == WEFT__PARK_PARKED) {

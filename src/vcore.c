@@ -215,10 +215,10 @@ void weft_dump(int fd)
     uint64_t now = weft__now_ns();
     dump_line(fd, "weft: %d vcores, scheduler %s, %u uthreads live, %d spinning, %d parked, "
                   "timer duty vcore %d\n",
-              rt->nvcores, rt->ops->name, atomic_load(WEFT__AT(&rt->live)),
+              rt->nvcores, rt->ops->name, atomic_load_explicit(WEFT__AT(&rt->live), memory_order_seq_cst),
               atomic_load_explicit(&rt->nspinning, memory_order_relaxed),
               atomic_load_explicit(&rt->nparked, memory_order_relaxed),
-              __atomic_load_n(&rt->duty_vcore, __ATOMIC_RELAXED));
+              atomic_load_explicit(WEFT__ATOMIC(int, &rt->duty_vcore), memory_order_relaxed));
     for (int i = 0; i < rt->nvcores; i++) {
         struct weft__vcore *vc = &rt->vcores[i];
         int idle = atomic_load_explicit(&vc->idle, memory_order_relaxed);
@@ -232,7 +232,7 @@ void weft_dump(int fd)
                   (unsigned long long)st.decisions, (unsigned long long)st.kicks,
                   (unsigned long long)st.parks,
                   (unsigned long long)atomic_load_explicit(&vc->ev.bits, memory_order_relaxed),
-                  __atomic_load_n(&vc->park.word, __ATOMIC_RELAXED));
+                  atomic_load_explicit(WEFT__AT(&vc->park.word), memory_order_relaxed));
         unsigned n = atomic_load_explicit(&vc->park.trace_n, memory_order_acquire);
         for (unsigned k = n > WEFT__TRACE ? n - WEFT__TRACE : 0; k < n; k++) {
             struct weft__trace *e = &vc->park.trace[k % WEFT__TRACE];
@@ -495,7 +495,7 @@ static void idle_remove_locked(struct weft__vcore *vc)
     *pp = vc->park.next;
     vc->park.next = NULL;
     atomic_store_explicit(&vc->park.parked, false, memory_order_relaxed);
-    atomic_fetch_sub(&weft__rt.nparked, 1);
+    atomic_fetch_sub_explicit(&weft__rt.nparked, 1, memory_order_seq_cst);
 }
 
 /* vcore_signal_how() wakes vc from its park: its futex, or the poller if it
@@ -576,7 +576,7 @@ static WEFT__NOINLINE void kick_slow(int hint)
 {
     int zero = 0;
     weft_sched_note_shared(1);
-    if (!atomic_compare_exchange_strong(&weft__rt.nspinning, &zero, 1))
+    if (!atomic_compare_exchange_strong_explicit(&weft__rt.nspinning, &zero, 1, memory_order_seq_cst, memory_order_seq_cst))
         return; /* someone else just started spinning */
     weft_sched_note_shared(3); /* the idle lock, its release, nparked */
     weft__spin_lock(&weft__rt.idle_lock);
@@ -590,7 +590,7 @@ static WEFT__NOINLINE void kick_slow(int hint)
         idle_remove_locked(vc);
     else /* nobody to wake: uncount before anyone can join the idle list, or
           * a kicker could mistake our count for a spinner while it parks */
-        atomic_fetch_sub(&weft__rt.nspinning, 1);
+        atomic_fetch_sub_explicit(&weft__rt.nspinning, 1, memory_order_seq_cst);
     weft__spin_unlock(&weft__rt.idle_lock);
     if (vc) {
         struct weft__vcore *me = weft__vc_at_entry();
@@ -666,7 +666,7 @@ void weft_vcore_wake(int id)
     bool took = atomic_load_explicit(&vc->park.parked, memory_order_relaxed);
     if (took) {
         idle_remove_locked(vc);
-        atomic_fetch_add(&weft__rt.nspinning, 1);
+        atomic_fetch_add_explicit(&weft__rt.nspinning, 1, memory_order_seq_cst);
     }
     weft__spin_unlock(&weft__rt.idle_lock);
     if (took) {
@@ -709,7 +709,7 @@ void weft__vcore_became_busy(struct weft__vcore *vc)
     }
     set_idle(vc, WEFT__BUSY);
     weft__stat_add(&vc->st.shared_rmw, 1);
-    if (atomic_fetch_sub(&weft__rt.nspinning, 1) == 1)
+    if (atomic_fetch_sub_explicit(&weft__rt.nspinning, 1, memory_order_seq_cst) == 1)
         weft_vcore_kick(-1);
 }
 
@@ -723,10 +723,10 @@ static void vcore_park(struct weft__vcore *vc)
     vc->park.next = rt->idle;
     rt->idle = vc;
     atomic_store_explicit(&vc->park.parked, true, memory_order_relaxed);
-    atomic_fetch_add(&rt->nparked, 1);
+    atomic_fetch_add_explicit(&rt->nparked, 1, memory_order_seq_cst);
     weft__spin_unlock(&rt->idle_lock);
     set_idle(vc, WEFT__PARKING);
-    atomic_fetch_sub(&rt->nspinning, 1);
+    atomic_fetch_sub_explicit(&rt->nspinning, 1, memory_order_seq_cst);
     /* A full fence on every architecture (an aarch64 RMW without LSE is not
      * one); partner: the fence in weft_vcore_kick / weft_vcore_wake. */
     atomic_thread_fence(memory_order_seq_cst);
@@ -770,7 +770,7 @@ static void vcore_park(struct weft__vcore *vc)
              atomic_load_explicit(&weft__io_nwaiting, memory_order_relaxed) > 0) &&
             (heir = rt->idle) != NULL) {
             idle_remove_locked(heir);
-            atomic_fetch_add(&rt->nspinning, 1);
+            atomic_fetch_add_explicit(&rt->nspinning, 1, memory_order_seq_cst);
         }
     }
     weft__spin_unlock(&rt->idle_lock);
@@ -783,7 +783,7 @@ static void vcore_park(struct weft__vcore *vc)
         idle_remove_locked(vc); /* timer or shutdown, not a kick */
     weft__spin_unlock(&rt->idle_lock);
     if (still_parked)
-        atomic_fetch_add(&rt->nspinning, 1);
+        atomic_fetch_add_explicit(&rt->nspinning, 1, memory_order_seq_cst);
     atomic_store_explicit(WEFT__AT(&vc->park.word), 0, memory_order_relaxed);
     set_idle(vc, WEFT__SPINNING);
     vc->spin.until = weft__now_ns() + weft__spin_ns;
@@ -828,7 +828,7 @@ static WEFT__NOINLINE void vcore_idle(struct weft__vcore *vc)
         weft__live_return(vc, vc->live_credit); /* weft_shutdown may be waiting for 0 */
     if (atomic_load_explicit(&weft__rt.state, memory_order_relaxed) != WEFT__RUNNING_RT) {
         if (idle_of(vc) == WEFT__SPINNING)
-            atomic_fetch_sub(&weft__rt.nspinning, 1);
+            atomic_fetch_sub_explicit(&weft__rt.nspinning, 1, memory_order_seq_cst);
         set_idle(vc, WEFT__BUSY);
         vcore_exit(vc);
     }
@@ -864,7 +864,7 @@ static WEFT__NOINLINE void vcore_idle(struct weft__vcore *vc)
                     atomic_load_explicit(&weft__rt.nparked, memory_order_relaxed);
         bool full = 2 * spinning < awake || atomic_load_explicit(&vc->npinned, memory_order_relaxed);
         set_idle(vc, WEFT__SPINNING);
-        atomic_fetch_add(&weft__rt.nspinning, 1);
+        atomic_fetch_add_explicit(&weft__rt.nspinning, 1, memory_order_seq_cst);
         weft__stat_add(&vc->st.shared_rmw, 1);
         vc->spin.until = weft__now_ns() + (full ? weft__spin_ns : weft__spin_ns / 10);
         return;
@@ -965,7 +965,7 @@ static WEFT__NOINLINE void vcore_offline(struct weft__vcore *vc)
     struct weft__runtime *rt = &weft__rt;
     if (atomic_load_explicit(&vc->up, memory_order_relaxed)) {
         if (idle_of(vc) == WEFT__SPINNING) /* woken from a park to go */
-            atomic_fetch_sub(&rt->nspinning, 1);
+            atomic_fetch_sub_explicit(&rt->nspinning, 1, memory_order_seq_cst);
         set_idle(vc, WEFT__OFFLINE);
         rt->ops->vcore_down(vc->id);
         atomic_store_explicit(&vc->up, false, memory_order_release); /* partner: release */
@@ -1157,7 +1157,7 @@ int weft_init(const struct weft_config *cfg)
     int r, started = 0, setup = 0;
 
     weft__sys.pthread_mutex_lock(&init_lock);
-    if (atomic_load(&rt->state) != WEFT__OFF) {
+    if (atomic_load_explicit(&rt->state, memory_order_seq_cst) != WEFT__OFF) {
         r = EBUSY;
         goto out;
     }
@@ -1183,7 +1183,7 @@ int weft_init(const struct weft_config *cfg)
     rt->maxvcores = maxv;
     rt->resizable = s.ops->vcore_up && s.ops->vcore_down;
     rt->nvcores = rt->resizable ? maxv : s.vcores; /* resizable: a thread per CPU */
-    atomic_store(&rt->nonline, s.vcores);
+    atomic_store_explicit(&rt->nonline, s.vcores, memory_order_seq_cst);
     rt->resize_lock = 0;
     rt->pi = s.ops->thread_prio_changed != NULL;
     rt->gen++;
@@ -1195,8 +1195,8 @@ int weft_init(const struct weft_config *cfg)
                         s.ops != &weft__sched_prio;
     weft__sched_resolve(rt);
     rt->idle = NULL;
-    atomic_store(&rt->nspinning, 0);
-    atomic_store(&rt->nparked, 0);
+    atomic_store_explicit(&rt->nspinning, 0, memory_order_seq_cst);
+    atomic_store_explicit(&rt->nparked, 0, memory_order_seq_cst);
     rt->duty_vcore = -1;
     rt->duty_until = UINT64_MAX;
     int nv = rt->nvcores;
@@ -1213,8 +1213,8 @@ int weft_init(const struct weft_config *cfg)
             setup++;
             goto fail_vcores;
         }
-        atomic_store(&vc->online, setup < s.vcores);
-        atomic_store(&vc->up, setup < s.vcores);
+        atomic_store_explicit(&vc->online, setup < s.vcores, memory_order_seq_cst);
+        atomic_store_explicit(&vc->up, setup < s.vcores, memory_order_seq_cst);
     }
     weft__board_attach_env(); /* before init: a scheduler reads weft_board_attached() */
     if (rt->ops->init) {
@@ -1239,14 +1239,14 @@ int weft_init(const struct weft_config *cfg)
     goto out;
 
 fail_threads:
-    atomic_store(&rt->state, WEFT__STOPPING);
+    atomic_store_explicit(&rt->state, WEFT__STOPPING, memory_order_seq_cst);
     for (int i = 0; i < started; i++) {
         vcore_signal(&rt->vcores[i]);
         weft__sys.pthread_join(rt->vcores[i].thread, NULL);
     }
     if (rt->ops->fini)
         rt->ops->fini();
-    atomic_store(&rt->state, WEFT__OFF);
+    atomic_store_explicit(&rt->state, WEFT__OFF, memory_order_seq_cst);
 fail_vcores:
     vcores_free(setup);
 fail_stack:
@@ -1292,7 +1292,7 @@ static void atfork_child(void)
         atomic_store_explicit(&rt->nparked, 0, memory_order_relaxed);
         rt->duty_vcore = -1;
         rt->duty_until = UINT64_MAX;
-        __atomic_store_n(&rt->live, 0, __ATOMIC_RELAXED);
+        atomic_store_explicit(WEFT__AT(&rt->live), 0, memory_order_relaxed);
         atomic_store_explicit(&rt->outside_wakers, 0, memory_order_relaxed);
         atomic_store_explicit(&rt->outside_calls, 0, memory_order_relaxed);
         atomic_store_explicit(&rt->closing, false, memory_order_relaxed);
@@ -1321,9 +1321,9 @@ int weft__outside_enter(int how)
     for (;;) {
         /* seq_cst both sides (Dekker with weft_shutdown): we see its flags,
          * or it sees our count and waits for us. */
-        atomic_fetch_add(&rt->outside_calls, 1);
-        int st = atomic_load(&rt->state);
-        if (st == WEFT__RUNNING_RT && !(how == WEFT__GATE_SPAWN && atomic_load(&rt->closing)))
+        atomic_fetch_add_explicit(&rt->outside_calls, 1, memory_order_seq_cst);
+        int st = atomic_load_explicit(&rt->state, memory_order_seq_cst);
+        if (st == WEFT__RUNNING_RT && !(how == WEFT__GATE_SPAWN && atomic_load_explicit(&rt->closing, memory_order_seq_cst)))
             return 0;
         weft__outside_leave();
         if (st != WEFT__OFF) /* stopping, or closing to spawns */
@@ -1344,18 +1344,18 @@ void weft_shutdown(void)
         return;
     }
     weft__sys.pthread_mutex_lock(&init_lock);
-    if (atomic_load(&rt->state) != WEFT__RUNNING_RT) {
+    if (atomic_load_explicit(&rt->state, memory_order_seq_cst) != WEFT__RUNNING_RT) {
         weft__sys.pthread_mutex_unlock(&init_lock);
         return;
     }
     /* No more spawns from outside; those admitted add to live before we
      * count it. (seq_cst: see weft__outside_enter.) */
-    atomic_store(&rt->closing, true);
-    while (atomic_load(&rt->outside_calls))
+    atomic_store_explicit(&rt->closing, true, memory_order_seq_cst);
+    while (atomic_load_explicit(&rt->outside_calls, memory_order_seq_cst))
         weft__sys.sched_yield(); /* admitted calls are short: no blocking inside */
     weft__shutdown_waiting(true); /* partner: weft__live_return() in uthread.c */
     for (;;) { /* wait for every uthread to finish */
-        uint32_t live = atomic_load(WEFT__AT(&rt->live));
+        uint32_t live = atomic_load_explicit(WEFT__AT(&rt->live), memory_order_seq_cst);
         if (!live)
             break;
         weft__futex_wait(&rt->live, live, UINT64_MAX);
@@ -1363,8 +1363,8 @@ void weft_shutdown(void)
     weft__shutdown_waiting(false);
     while (atomic_load_explicit(&rt->outside_wakers, memory_order_acquire))
         weft__sys.sched_yield(); /* a kernel thread is finishing a wake-up: a few instructions */
-    atomic_store(&rt->state, WEFT__STOPPING); /* seq_cst: see weft__outside_enter */
-    while (atomic_load(&rt->outside_calls))
+    atomic_store_explicit(&rt->state, WEFT__STOPPING, memory_order_seq_cst); /* seq_cst: see weft__outside_enter */
+    while (atomic_load_explicit(&rt->outside_calls, memory_order_seq_cst))
         weft__sys.sched_yield(); /* an alarm start, a notify, ... admitted before: let it finish */
     weft__notif_stopping(); /* no more ticks aimed at the vcores */
     for (int i = 0; i < rt->nvcores; i++)
@@ -1379,8 +1379,8 @@ void weft_shutdown(void)
     weft__stack_fini();
     weft__tls_fini();
     rt->nvcores = 0;
-    atomic_store(&rt->nonline, 0);
-    atomic_store(&rt->closing, false);
-    atomic_store(&rt->state, WEFT__OFF);
+    atomic_store_explicit(&rt->nonline, 0, memory_order_seq_cst);
+    atomic_store_explicit(&rt->closing, false, memory_order_seq_cst);
+    atomic_store_explicit(&rt->state, WEFT__OFF, memory_order_seq_cst);
     weft__sys.pthread_mutex_unlock(&init_lock);
 }

@@ -24,7 +24,7 @@ static _Atomic int modes; /* WEFT_YIELD_* of the modules that registered */
 
 void weft__yield_register(int mode)
 {
-    int before = atomic_fetch_or(&modes, mode);
+    int before = atomic_fetch_or_explicit(&modes, mode, memory_order_seq_cst);
     if ((mode & WEFT_YIELD_FLAG) && !(before & WEFT_YIELD_FLAG))
         weft__notif_repoll();
 }
@@ -49,7 +49,7 @@ static void preempt_self(struct weft__vcore *vc, struct weft_uthread *ut, uint64
 
 void weft__yield_slow(void)
 {
-    __atomic_store_n(&weft__yield_flag, 0, __ATOMIC_RELAXED); /* the ticker writes it too */
+    atomic_store_explicit(WEFT__ATOMIC(unsigned char, &weft__yield_flag), 0, memory_order_relaxed); /* the ticker writes it too */
     struct weft__vcore *vc = weft__vc();
     struct weft_uthread *ut = vc ? vc->current : NULL;
     if (!ut)

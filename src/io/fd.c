@@ -46,7 +46,7 @@ static struct weft__fd *fd_create(int fd)
             return NULL;
         for (int i = 0; i < FD_CHUNK; i++)
             c[i].fd = fd / FD_CHUNK * FD_CHUNK + i;
-        if (atomic_compare_exchange_strong(&fdtab[fd / FD_CHUNK], &chunk, c))
+        if (atomic_compare_exchange_strong_explicit(&fdtab[fd / FD_CHUNK], &chunk, c, memory_order_seq_cst, memory_order_seq_cst))
             chunk = c;
         else
             free(c); /* someone else made it; chunk now holds theirs */
@@ -441,7 +441,7 @@ void weft__fd_pass(struct weft__fd *f, int dir)
     /* Nobody waiting (the common case): no lock. A waiter queueing right now
      * is as if it queued just after this pass, which the lock allows too: it
      * checked the readiness count under the lock and will see the next event. */
-    if (__atomic_load_n(&f->d[dir].q.n, __ATOMIC_RELAXED) == 0)
+    if (atomic_load_explicit(WEFT__AT(&f->d[dir].q.n), memory_order_relaxed) == 0)
         return;
     weft__spin_lock(&f->lock);
     struct weft__waiter *w = weft__waitq_pop(&f->d[dir].q);

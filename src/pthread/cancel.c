@@ -131,17 +131,17 @@ _Noreturn void __pthread_unwind_next(__pthread_unwind_buf_t *b)
  * state stays). */
 static void poke(struct pt *st)
 {
-    __atomic_store_n(&st->wake, 1, __ATOMIC_SEQ_CST);
+    atomic_store_explicit(WEFT__AT(&st->wake), 1, memory_order_seq_cst);
     weft_futex_wake(&st->wake, 1);
     /* Claim the cond the owner waits on (PT_POKING keeps it from leaving
      * the wait, so the cond stays alive), bump it, give it back. */
-    weft_cond_t *c = atomic_load(&st->waiting_cond);
-    while (c && c != PT_POKING && !atomic_compare_exchange_weak(&st->waiting_cond, &c, PT_POKING))
+    weft_cond_t *c = atomic_load_explicit(&st->waiting_cond, memory_order_seq_cst);
+    while (c && c != PT_POKING && !atomic_compare_exchange_weak_explicit(&st->waiting_cond, &c, PT_POKING, memory_order_seq_cst, memory_order_seq_cst))
         ;
     if (c && c != PT_POKING) {
-        __atomic_fetch_add(&c->seq, 1, __ATOMIC_SEQ_CST);
+        atomic_fetch_add_explicit(WEFT__AT(&c->seq), 1, memory_order_seq_cst);
         weft_futex_wake(&c->seq, INT32_MAX);
-        atomic_store(&st->waiting_cond, c);
+        atomic_store_explicit(&st->waiting_cond, c, memory_order_seq_cst);
     }
 }
 
@@ -153,9 +153,9 @@ int weft_pthread_cancel(pthread_t th)
     if (atomic_load_explicit(&t->state, memory_order_relaxed) == WEFT__FREE)
         return ESRCH;
     weft__spin_lock(&t->jlock);
-    struct pt *st = __atomic_load_n((struct pt **)&t->pthread, __ATOMIC_ACQUIRE);
+    struct pt *st = atomic_load_explicit(WEFT__ATOMIC(void *, &t->pthread), memory_order_acquire);
     if (st && !st->exited) {
-        atomic_store(&st->cancel_pending, 1);
+        atomic_store_explicit(&st->cancel_pending, 1, memory_order_seq_cst);
         poke(st);
     }
     weft__spin_unlock(&t->jlock);
@@ -238,7 +238,7 @@ void weft__pt_signals(struct pt *st)
     uint64_t p;
     while ((p = atomic_load_explicit(&st->sigpending, memory_order_acquire) & ~st->mask) != 0) {
         int sig = __builtin_ctzll(p) + 1;
-        atomic_fetch_and(&st->sigpending, ~BIT(sig));
+        atomic_fetch_and_explicit(&st->sigpending, ~BIT(sig), memory_order_seq_cst);
         run_handler(st, sig);
     }
 }
@@ -246,7 +246,7 @@ void weft__pt_signals(struct pt *st)
 void weft__pt_requests(struct pt *st)
 {
     weft__pt_signals(st);
-    if (WEFT__UNLIKELY(atomic_load(&st->cancel_pending)) && !st->cancel_disabled) {
+    if (WEFT__UNLIKELY(atomic_load_explicit(&st->cancel_pending, memory_order_seq_cst)) && !st->cancel_disabled) {
         st->exit_value = PTHREAD_CANCELED;
         weft__pt_unwind(st);
     }
@@ -293,14 +293,14 @@ int weft_pthread_kill(pthread_t th, int sig)
         struct pt *st = weft__pt_self();
         if (!st)
             return EAGAIN;
-        atomic_fetch_or(&st->sigpending, BIT(sig));
+        atomic_fetch_or_explicit(&st->sigpending, BIT(sig), memory_order_seq_cst);
         weft__pt_requests(st);
         return 0;
     }
     weft__spin_lock(&t->jlock);
-    struct pt *st = __atomic_load_n((struct pt **)&t->pthread, __ATOMIC_ACQUIRE);
+    struct pt *st = atomic_load_explicit(WEFT__ATOMIC(void *, &t->pthread), memory_order_acquire);
     if (st && !st->exited) {
-        atomic_fetch_or(&st->sigpending, BIT(sig));
+        atomic_fetch_or_explicit(&st->sigpending, BIT(sig), memory_order_seq_cst);
         poke(st);
     }
     weft__spin_unlock(&t->jlock);
@@ -315,14 +315,14 @@ int weft__pt_sleep_until(uint64_t deadline)
     if (!st)
         return weft_sleep_until_ns(deadline) ? EINVAL : ETIMEDOUT;
     for (;;) {
-        __atomic_store_n(&st->wake, 0, __ATOMIC_SEQ_CST);
+        atomic_store_explicit(WEFT__AT(&st->wake), 0, memory_order_seq_cst);
         weft__pt_requests(st);
         if (atomic_load_explicit(&st->sigpending, memory_order_relaxed) & ~st->mask)
             continue;
         int r = weft_futex_wait(&st->wake, 0, deadline);
         if (r == ETIMEDOUT || r == EINVAL || r == ENOMEM)
             return ETIMEDOUT;
-        if (__atomic_load_n(&st->wake, __ATOMIC_SEQ_CST)) {
+        if (atomic_load_explicit(WEFT__AT(&st->wake), memory_order_seq_cst)) {
             weft__pt_requests(st);
             return 0; /* a signal's handler ran: interrupted (EINTR) */
         }

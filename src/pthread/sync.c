@@ -241,11 +241,11 @@ int weft_pthread_cond_destroy(pthread_cond_t *c)
  * that holds our jlock), clear the word. */
 static void unpublish_wait(struct pt *st)
 {
-    weft_cond_t *c = atomic_load(&st->waiting_cond);
-    while (c == PT_POKING || !atomic_compare_exchange_weak(&st->waiting_cond, &c, NULL)) {
+    weft_cond_t *c = atomic_load_explicit(&st->waiting_cond, memory_order_seq_cst);
+    while (c == PT_POKING || !atomic_compare_exchange_weak_explicit(&st->waiting_cond, &c, NULL, memory_order_seq_cst, memory_order_seq_cst)) {
         if (c == PT_POKING) {
             weft__cpu_relax();
-            c = atomic_load(&st->waiting_cond);
+            c = atomic_load_explicit(&st->waiting_cond, memory_order_seq_cst);
         }
     }
 }
@@ -254,13 +254,13 @@ static int cond_wait(struct pcond *pc, pthread_mutex_t *pm, uint64_t deadline)
 {
     weft_cond_t *c = &pc->c;
     weft_mutex_t *m = WM(pm);
-    if (__atomic_load_n(&m->owner, __ATOMIC_RELAXED) != weft__self_token() || m->depth != 1)
+    if (atomic_load_explicit(WEFT__ATOMIC(void *, &m->owner), memory_order_relaxed) != weft__self_token() || m->depth != 1)
         return EPERM;
     struct pt *st = weft__pt_self();
-    uint32_t seq = __atomic_load_n(&c->seq, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&c->waiters, 1, __ATOMIC_RELAXED);
+    uint32_t seq = atomic_load_explicit(WEFT__AT(&c->seq), memory_order_relaxed);
+    atomic_fetch_add_explicit(WEFT__AT(&c->waiters), 1, memory_order_relaxed);
     if (st) {
-        atomic_store(&st->waiting_cond, c);
+        atomic_store_explicit(&st->waiting_cond, c, memory_order_seq_cst);
         atomic_thread_fence(memory_order_seq_cst); /* pairs with the requester's: set, then poke */
     }
     int r = 0;
@@ -270,7 +270,7 @@ static int cond_wait(struct pcond *pc, pthread_mutex_t *pm, uint64_t deadline)
         r = weft_futex_wait(&c->seq, seq, deadline);
     if (st)
         unpublish_wait(st);
-    __atomic_fetch_sub(&c->waiters, 1, __ATOMIC_RELEASE); /* last touch of c */
+    atomic_fetch_sub_explicit(WEFT__AT(&c->waiters), 1, memory_order_release); /* last touch of c */
     asked = st && weft__pt_asked(st);
     if (WEFT__UNLIKELY(asked))
         weft__pt_signals(st); /* handlers first: they must not need m */

@@ -27,7 +27,7 @@ const int weft_pthread_interposes = 1;
 #endif
 static weft_key_t pt_key;
 static weft_once_t pt_once = WEFT_ONCE_INIT;
-static int concurrency;
+static _Atomic int concurrency;
 
 static void pt_key_dtor(void *v);
 
@@ -92,7 +92,7 @@ WEFT__NOINLINE struct pt *weft__pt_self(void)
     struct weft_uthread *ut = weft_self();
     if (!ut)
         return NULL;
-    struct pt *st = __atomic_load_n((struct pt **)&ut->pthread, __ATOMIC_ACQUIRE);
+    struct pt *st = atomic_load_explicit(WEFT__ATOMIC(void *, &ut->pthread), memory_order_acquire);
     if (WEFT__LIKELY(st != NULL))
         return st;
     /* A uthread made by weft_spawn, or one past its destructor. */
@@ -101,7 +101,7 @@ WEFT__NOINLINE struct pt *weft__pt_self(void)
         return NULL;
     st->lazy = true;
     weft__spin_lock(&ut->jlock);
-    __atomic_store_n((struct pt **)&ut->pthread, st, __ATOMIC_RELEASE);
+    atomic_store_explicit(WEFT__ATOMIC(void *, &ut->pthread), st, memory_order_release);
     weft__spin_unlock(&ut->jlock);
     weft_key_setspecific(pt_key, st);
     return st;
@@ -115,7 +115,7 @@ static void pt_key_dtor(void *v)
     st->exited = true;
     bool free_it = st->lazy || st->detached;
     if (free_it)
-        __atomic_store_n((struct pt **)&ut->pthread, NULL, __ATOMIC_RELEASE);
+        atomic_store_explicit(WEFT__ATOMIC(void *, &ut->pthread), NULL, memory_order_release);
     weft__spin_unlock(&ut->jlock);
     if (free_it)
         free(st);
@@ -126,7 +126,7 @@ static void *pt_start(void *arg)
     struct pt *st = arg;
     struct weft_uthread *ut = weft_self();
     weft__spin_lock(&ut->jlock);
-    __atomic_store_n((struct pt **)&ut->pthread, st, __ATOMIC_RELEASE);
+    atomic_store_explicit(WEFT__ATOMIC(void *, &ut->pthread), st, memory_order_release);
     weft__spin_unlock(&ut->jlock);
     weft_key_setspecific(pt_key, st);
     return st->fn(st->arg); /* returning runs no cleanup handler (POSIX) */
@@ -239,12 +239,12 @@ int weft_pthread_attr_getschedparam(const pthread_attr_t *a, struct sched_param 
 static WEFT__NOINLINE void pt_detach_state(struct weft_uthread *t)
 {
     weft__spin_lock(&t->jlock);
-    struct pt *st = __atomic_load_n((struct pt **)&t->pthread, __ATOMIC_ACQUIRE);
+    struct pt *st = atomic_load_explicit(WEFT__ATOMIC(void *, &t->pthread), memory_order_acquire);
     bool free_it = st && st->exited && !st->lazy;
     if (st && !st->lazy)
         st->detached = true;
     if (free_it)
-        __atomic_store_n((struct pt **)&t->pthread, NULL, __ATOMIC_RELEASE);
+        atomic_store_explicit(WEFT__ATOMIC(void *, &t->pthread), NULL, memory_order_release);
     weft__spin_unlock(&t->jlock);
     if (free_it)
         free(st);
@@ -294,7 +294,7 @@ int weft_pthread_create(pthread_t *out, const pthread_attr_t *attr, void *(*fn)(
         return r == ENOMEM ? EAGAIN : r;
     }
     weft__spin_lock(&t->jlock);
-    __atomic_store_n((struct pt **)&t->pthread, st, __ATOMIC_RELEASE); /* pt_start sets the same */
+    atomic_store_explicit(WEFT__ATOMIC(void *, &t->pthread), st, memory_order_release); /* pt_start sets the same */
     weft__spin_unlock(&t->jlock);
     *out = (pthread_t)t; /* before a detached thread can finish and be reused */
     if (detached) {
@@ -317,7 +317,7 @@ WEFT__NOINLINE int weft_pthread_join(pthread_t th, void **result)
     if (atomic_load_explicit(&t->state, memory_order_relaxed) == WEFT__FREE)
         return ESRCH;
     weft__spin_lock(&t->jlock);
-    struct pt *st = __atomic_load_n((struct pt **)&t->pthread, __ATOMIC_ACQUIRE);
+    struct pt *st = atomic_load_explicit(WEFT__ATOMIC(void *, &t->pthread), memory_order_acquire);
     weft__spin_unlock(&t->jlock);
     int r = weft_join(t, result);
     if (r == 0 && st && !st->lazy)
@@ -453,13 +453,13 @@ int weft_pthread_setconcurrency(int level)
 {
     if (level < 0)
         return EINVAL;
-    __atomic_store_n(&concurrency, level, __ATOMIC_RELAXED);
+    atomic_store_explicit(&concurrency, level, memory_order_relaxed);
     return 0;
 }
 
 int weft_pthread_getconcurrency(void)
 {
-    return __atomic_load_n(&concurrency, __ATOMIC_RELAXED);
+    return atomic_load_explicit(&concurrency, memory_order_relaxed);
 }
 
 /* The C library's calls that take a pthread_t and would read a uthread's

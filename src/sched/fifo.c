@@ -5,6 +5,8 @@
  * baseline for ws. WEFT_PINNED uthreads are honoured: a vcore skips uthreads
  * pinned to another vcore.
  */
+#include <stdatomic.h>
+
 #include <weft/sched.h>
 
 static struct {
@@ -19,7 +21,7 @@ static void push(struct weft_uthread *t)
     if (q.tail)
         weft_uthread_link(q.tail)->next = t;
     else
-        __atomic_store_n(&q.head, t, __ATOMIC_RELAXED); /* read unlocked in sched_entry */
+        atomic_store_explicit((struct weft_uthread *_Atomic *)&q.head, t, memory_order_relaxed); /* read unlocked in sched_entry */
     q.tail = t;
     weft_spin_unlock(&q.lock);
 }
@@ -28,7 +30,7 @@ static void push(struct weft_uthread *t)
 static struct weft_uthread *take_local_fifo(int me)
 {
     struct weft_uthread *prev = NULL, *t;
-    if (!__atomic_load_n(&q.head, __ATOMIC_RELAXED))
+    if (!atomic_load_explicit((struct weft_uthread *_Atomic *)&q.head, memory_order_relaxed))
         return NULL;
     weft_spin_lock(&q.lock);
     for (t = q.head; t; prev = t, t = weft_uthread_link(t)->next) {
@@ -41,7 +43,7 @@ static struct weft_uthread *take_local_fifo(int me)
         if (prev)
             weft_uthread_link(prev)->next = next;
         else
-            __atomic_store_n(&q.head, next, __ATOMIC_RELAXED);
+            atomic_store_explicit((struct weft_uthread *_Atomic *)&q.head, next, memory_order_relaxed);
         if (q.tail == t)
             q.tail = prev;
     }

@@ -180,12 +180,12 @@ static inline int level_of(struct weft_uthread *t)
 
 static inline unsigned flags_of(struct weft_uthread *t)
 {
-    return __atomic_load_n(&L(t)->sched_flags, __ATOMIC_RELAXED);
+    return atomic_load_explicit((_Atomic unsigned *)&L(t)->sched_flags, memory_order_relaxed);
 }
 
 static inline void flags_set(struct weft_uthread *t, unsigned f)
 {
-    __atomic_store_n(&L(t)->sched_flags, f, __ATOMIC_RELAXED);
+    atomic_store_explicit((_Atomic unsigned *)&L(t)->sched_flags, f, memory_order_relaxed);
 }
 
 static inline int top_of(uint64_t bits)
@@ -430,7 +430,7 @@ static inline __attribute__((always_inline)) void queue_own(struct pq *q, int me
 static void ask(struct pq *q, unsigned what)
 {
     if ((atomic_load_explicit(&q->pending, memory_order_relaxed) & what) != what)
-        atomic_fetch_or(&q->pending, what);
+        atomic_fetch_or_explicit(&q->pending, what, memory_order_seq_cst);
 }
 
 /* inbox_push() leaves t for vcore v; false if v is offline (unless force:
@@ -539,7 +539,7 @@ static void slow_look(struct pq *q, int me)
     q->slow_tick = SLOW_EVERY;
     unsigned p = atomic_load_explicit(&q->pending, memory_order_relaxed);
     if (p)
-        p = atomic_exchange(&q->pending, 0);
+        p = atomic_exchange_explicit(&q->pending, 0, memory_order_seq_cst);
     set_mode(q);
     if (p & P_INBOX)
         inbox_drain(q, me);
@@ -830,13 +830,13 @@ static bool cede_for(struct pq *q, int me, struct weft_uthread *t, int foreign)
     own_unlock(q);
     publish(q, me, demand(q, NONE));
     atomic_store_explicit(&q->cur, NONE, memory_order_relaxed);
-    atomic_store(&q->ceding, true); /* Dekker with a waker: we publish, then look again */
+    atomic_store_explicit(&q->ceding, true, memory_order_seq_cst); /* Dekker with a waker: we publish, then look again */
     bool events = false;
-    if (top_of(bits_of(q)) <= foreign && !atomic_load(&q->pending)) {
+    if (top_of(bits_of(q)) <= foreign && !atomic_load_explicit(&q->pending, memory_order_seq_cst)) {
         uint64_t period = (uint64_t)weft_preempt_period() * 1000u;
         events = weft_vcore_cede(mono_ns() + (period ? period : 1000000u));
     }
-    atomic_store(&q->ceding, false);
+    atomic_store_explicit(&q->ceding, false, memory_order_seq_cst);
     return events;
 }
 
@@ -1175,7 +1175,7 @@ static void vcore_up_prio(int id)
     atomic_store_explicit(&q->cur, NONE, memory_order_relaxed);
     q->board = weft_board_attached();
     q->published = NONE;
-    atomic_fetch_add(&nup, 1);
+    atomic_fetch_add_explicit(&nup, 1, memory_order_seq_cst);
     set_mode(q); /* and slow */
     for (int v = 0; v < npq; v++)
         if (v != id && pqs[v].online) {
@@ -1213,11 +1213,11 @@ static void vcore_down_prio(int id)
         L(n)->next = out.head;
         out.head = n;
     }
-    atomic_exchange(&q->pending, 0);
+    atomic_exchange_explicit(&q->pending, 0, memory_order_seq_cst);
     atomic_store_explicit(&q->cur, NONE, memory_order_relaxed);
     if (q->board)
         publish(q, id, NONE);
-    atomic_fetch_sub(&nup, 1);
+    atomic_fetch_sub_explicit(&nup, 1, memory_order_seq_cst);
     for (int v = 0; v < npq; v++)
         if (v != id && pqs[v].online) {
             ask(&pqs[v], P_MODE);

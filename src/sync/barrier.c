@@ -25,10 +25,10 @@ int weft_barrier_init(weft_barrier_t *b, unsigned count)
 
 int weft_barrier_destroy(weft_barrier_t *b)
 {
-    if (atomic_load(WEFT__AT(&b->arrived)))
+    if (atomic_load_explicit(WEFT__AT(&b->arrived), memory_order_seq_cst))
         return EBUSY;
     while (atomic_load_explicit(WEFT__AT(&b->inside), memory_order_acquire)) {
-        if (atomic_load(WEFT__AT(&b->arrived)))
+        if (atomic_load_explicit(WEFT__AT(&b->arrived), memory_order_seq_cst))
             return EBUSY; /* someone arrived meanwhile: a phase is under way */
         weft_yield(); /* released threads on their way out: a few instructions each */
     }

@@ -39,7 +39,7 @@ int weft_cond_timedwait(weft_cond_t *c, weft_mutex_t *m, uint64_t deadline_ns)
         return EDEADLK; /* a signal handler that interrupted weft */
     if (weft__deadline_check(deadline_ns))
         return EINVAL;
-    if (__atomic_load_n(&m->owner, __ATOMIC_RELAXED) != weft__self_token() || m->depth != 1)
+    if (atomic_load_explicit(WEFT__ATOMIC(void *, &m->owner), memory_order_relaxed) != weft__self_token() || m->depth != 1)
         return EPERM;
     uint32_t seq = atomic_load_explicit(WEFT__AT(&c->seq), memory_order_relaxed);
     atomic_fetch_add_explicit(WEFT__AT(&c->waiters), 1, memory_order_relaxed);

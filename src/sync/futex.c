@@ -129,7 +129,7 @@ int weft__futex_wait_pi(uint32_t *addr, void *const *owner, uint64_t deadline_ns
      * so the owner word names the live holder, or NULL if it has not
      * written it yet. Lend it our priority if it is a less urgent uthread
      * of this runtime (an outside thread's token is odd). */
-    void *o = __atomic_load_n(owner, __ATOMIC_ACQUIRE); /* partner: mutex.c took() */
+    void *o = atomic_load_explicit(WEFT__ATOMIC(void *, owner), memory_order_acquire); /* partner: mutex.c took() */
     if (me && o && o != me && !((uintptr_t)o & 1)) {
         struct weft_uthread *h = o;
         int mine = weft_uthread_prio(me);

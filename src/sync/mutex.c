@@ -50,12 +50,12 @@ int weft_mutex_init(weft_mutex_t *m, int kind)
 
 int weft_mutex_destroy(weft_mutex_t *m)
 {
-    return atomic_load(STATE(m)) != 0 || atomic_load(WEFT__AT(&m->contenders)) ? EBUSY : 0;
+    return atomic_load_explicit(STATE(m), memory_order_seq_cst) != 0 || atomic_load_explicit(WEFT__AT(&m->contenders), memory_order_seq_cst) ? EBUSY : 0;
 }
 
 static void *owner_of(weft_mutex_t *m)
 {
-    return __atomic_load_n(&m->owner, __ATOMIC_RELAXED);
+    return atomic_load_explicit(WEFT__ATOMIC(void *, &m->owner), memory_order_relaxed);
 }
 
 /* relock(): the caller already holds m: -1 if not, else the result. */
@@ -75,7 +75,7 @@ static int took(weft_mutex_t *m, void *me)
 {
     /* release: a lender that reads it (weft__futex_wait_pi, acquire) may read
      * the owner's uthread (its priorities) */
-    __atomic_store_n(&m->owner, me, __ATOMIC_RELEASE);
+    atomic_store_explicit(WEFT__ATOMIC(void *, &m->owner), me, memory_order_release);
     m->depth = 1;
     return 0;
 }
@@ -159,7 +159,7 @@ int weft_mutex_unlock(weft_mutex_t *m)
         return EPERM;
     if (--m->depth > 0)
         return 0;
-    __atomic_store_n(&m->owner, NULL, __ATOMIC_RELAXED);
+    atomic_store_explicit(WEFT__ATOMIC(void *, &m->owner), NULL, memory_order_relaxed);
     uint32_t *word = &m->state;
     if (weft__rt.pi) {
         uint32_t one = 1;

@@ -17,7 +17,7 @@ int weft_once(weft_once_t *o, void (*fn)(void))
     if (WEFT__LIKELY(s == ONCE_DONE))
         return 0;
     s = ONCE_NEW;
-    if (atomic_compare_exchange_strong(a, &s, ONCE_RUNNING)) {
+    if (atomic_compare_exchange_strong_explicit(a, &s, ONCE_RUNNING, memory_order_seq_cst, memory_order_seq_cst)) {
         fn();
         if (atomic_exchange_explicit(a, ONCE_DONE, memory_order_acq_rel) == ONCE_WAITED)
             weft_futex_wake(o, INT_MAX);
@@ -26,7 +26,7 @@ int weft_once(weft_once_t *o, void (*fn)(void))
     for (;;) {
         if (s == ONCE_DONE)
             return 0;
-        if (s == ONCE_RUNNING && !atomic_compare_exchange_strong(a, &s, ONCE_WAITED))
+        if (s == ONCE_RUNNING && !atomic_compare_exchange_strong_explicit(a, &s, ONCE_WAITED, memory_order_seq_cst, memory_order_seq_cst))
             continue; /* s reloaded */
         weft_futex_wait(o, ONCE_WAITED, WEFT_FOREVER);
         s = atomic_load_explicit(a, memory_order_acquire);

@@ -29,7 +29,7 @@ int weft_sem_init(weft_sem_t *s, int value)
 
 int weft_sem_destroy(weft_sem_t *s)
 {
-    return SLEEPERS(atomic_load(STATE(s))) ? EBUSY : 0;
+    return SLEEPERS(atomic_load_explicit(STATE(s), memory_order_seq_cst)) ? EBUSY : 0;
 }
 
 /* take() takes a unit if there is one; dereg also drops our sleeper count. */

@@ -39,7 +39,7 @@ void weft__waitq_push(struct weft__waitq *q, struct weft__waiter *w)
     else
         q->head = w;
     q->tail = w;
-    __atomic_store_n(&q->n, q->n + 1, __ATOMIC_RELAXED); /* peeked unlocked: weft__fd_pass */
+    atomic_store_explicit(WEFT__AT(&q->n), q->n + 1, memory_order_relaxed); /* peeked unlocked: weft__fd_pass */
 }
 
 void weft__waitq_remove(struct weft__waitq *q, struct weft__waiter *w)
@@ -53,7 +53,7 @@ void weft__waitq_remove(struct weft__waitq *q, struct weft__waiter *w)
     else
         q->tail = w->prev;
     w->next = w->prev = NULL;
-    __atomic_store_n(&q->n, q->n - 1, __ATOMIC_RELAXED);
+    atomic_store_explicit(WEFT__AT(&q->n), q->n - 1, memory_order_relaxed);
 }
 
 struct weft__waiter *weft__waitq_pop(struct weft__waitq *q)
@@ -72,7 +72,7 @@ struct weft__waiter *weft__waitq_take_all(struct weft__waitq *q)
     for (struct weft__waiter *w = head; w; w = w->next)
         w->status = 0;
     q->head = q->tail = NULL;
-    __atomic_store_n(&q->n, 0, __ATOMIC_RELAXED);
+    atomic_store_explicit(WEFT__AT(&q->n), 0, memory_order_relaxed);
     return head; /* still linked by next, ends in NULL */
 }
 
