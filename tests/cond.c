@@ -9,9 +9,13 @@
  * deadline (mutex still held); a timedwait woken before its deadline returns
  * 0; broadcast wakes every waiter (uthreads and a pthread); n signals to n
  * waiters wake them all; waiting without holding the mutex is EPERM;
- * destroy with a waiter is EBUSY.
+ * destroy with a waiter is EBUSY; the timed-wait checks of timed_wait.h; a
+ * condition variable destroyed and freed right after its broadcast's waiter
+ * is joined is not touched by the wake-up (ASan); a timed wait on an outside
+ * kernel thread leaves errno alone.
  */
 #include "check.h"
+#include "timed_wait.h"
 
 /* ---- bounded buffer ------------------------------------------------------------ */
 
@@ -268,6 +272,104 @@ static void check_timedwait_woken(void)
     join(u);
 }
 
+/* ---- timed waits (timed_wait.h) ------------------------------------------------- */
+
+static weft_mutex_t tw_mu = WEFT_MUTEX_INIT;
+static weft_cond_t tw_cv = WEFT_COND_INIT;
+static int tw_flag; /* guarded by tw_mu */
+
+static void tw_cond_hold(void)
+{
+    CHECK_RC(weft_mutex_lock(&tw_mu), 0);
+    tw_flag = 0;
+    CHECK_RC(weft_mutex_unlock(&tw_mu), 0);
+}
+static void tw_cond_release(void)
+{
+    CHECK_RC(weft_mutex_lock(&tw_mu), 0);
+    tw_flag = 1;
+    CHECK_RC(weft_cond_broadcast(&tw_cv), 0);
+    CHECK_RC(weft_mutex_unlock(&tw_mu), 0);
+}
+static int tw_cond_timed(uint64_t dl)
+{
+    CHECK_RC(weft_mutex_lock(&tw_mu), 0);
+    int rc = 0;
+    while (!tw_flag && rc == 0)
+        rc = weft_cond_timedwait(&tw_cv, &tw_mu, dl);
+    if (rc == ETIMEDOUT && tw_flag)
+        rc = 0; /* released at the deadline: fine either way */
+    /* The mutex is held again, also after a timeout or EINVAL. */
+    CHECK_RC(weft_mutex_trylock(&tw_mu), EBUSY);
+    CHECK_RC(weft_mutex_unlock(&tw_mu), 0);
+    return rc;
+}
+
+static const struct tw_prim tw_prims[] = {
+    { "cond_timedwait", tw_cond_hold, tw_cond_release, tw_cond_timed },
+};
+
+/* ---- destroyed right after a broadcast; errno outside ----------------------------- */
+
+/* Each once a real bug. The broadcaster destroys and frees the condition
+ * variable (and its mutex) as soon as the waiter is joined: the waiter's
+ * wake-up must not touch either after its wait returned (ASan). */
+struct cv_pair {
+    weft_mutex_t m;
+    weft_cond_t c;
+    int ready; /* guarded by m */
+};
+
+static void *pair_waiter(void *arg)
+{
+    struct cv_pair *p = arg;
+    CHECK_RC(weft_mutex_lock(&p->m), 0);
+    p->ready = 1;
+    while (p->ready != 2)
+        CHECK_RC(weft_cond_wait(&p->c, &p->m), 0);
+    CHECK_RC(weft_mutex_unlock(&p->m), 0);
+    return NULL;
+}
+
+static void *freed_after_broadcast(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < SCALE(2000, 300); i++) {
+        struct cv_pair *p = calloc(1, sizeof *p);
+        CHECK(p != NULL, "calloc");
+        weft_mutex_init(&p->m, WEFT_MUTEX_PLAIN);
+        weft_cond_init(&p->c);
+        weft_t t = spawn(pair_waiter, p);
+        for (;;) {
+            CHECK_RC(weft_mutex_lock(&p->m), 0);
+            if (p->ready == 1)
+                break;
+            CHECK_RC(weft_mutex_unlock(&p->m), 0);
+            weft_yield();
+        }
+        p->ready = 2;
+        CHECK_RC(weft_cond_broadcast(&p->c), 0);
+        CHECK_RC(weft_mutex_unlock(&p->m), 0);
+        join(t);
+        CHECK_RC(weft_cond_destroy(&p->c), 0);
+        free(p);
+    }
+    return (void *)1;
+}
+
+/* A timed wait on an outside kernel thread leaves errno alone. */
+static void check_errno_outside(void)
+{
+    check_phase("errno outside");
+    weft_mutex_t m = WEFT_MUTEX_INIT;
+    weft_cond_t c = WEFT_COND_INIT;
+    errno = 4242;
+    CHECK_RC(weft_mutex_lock(&m), 0);
+    CHECK_RC(weft_cond_timedwait(&c, &m, weft_now_ns() + MS(2)), ETIMEDOUT);
+    CHECK_RC(weft_mutex_unlock(&m), 0);
+    CHECK(errno == 4242, "cond_timedwait changed errno to %d", errno);
+}
+
 int main(void)
 {
     check_watchdog(WATCHDOG_SECS);
@@ -280,6 +382,12 @@ int main(void)
     check_destroy_busy_and_early_wake();
     check_timedwait_woken();
     check_bounded_buffer();
+    tw_check(tw_prims, 1);
+    check_phase("destroyed right after a broadcast, from a uthread");
+    CHECK(in_uthread(freed_after_broadcast, NULL) == (void *)1, "freed_after_broadcast");
+    check_phase("destroyed right after a broadcast, from main");
+    freed_after_broadcast(NULL);
+    check_errno_outside();
     fprintf(stderr, "cond: ok (%d vcores)\n", weft_num_vcores());
     weft_shutdown();
     return 0;

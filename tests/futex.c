@@ -8,9 +8,11 @@
  * between uthreads on different vcores and between a pthread and a uthread
  * loses no wake-up; wake(n) returns exactly how many it woke (every woken
  * waiter is accounted for, none twice); with all waiters parked on one
- * vcore, wake(2) wakes exactly 2 and wakes go oldest first.
+ * vcore, wake(2) wakes exactly 2 and wakes go oldest first; the timed-wait
+ * checks of timed_wait.h.
  */
 #include "check.h"
+#include "timed_wait.h"
 
 static void *rows(void *arg)
 {
@@ -165,6 +167,31 @@ static void *exact_wakes(void *arg)
     return NULL;
 }
 
+/* ---- timed waits (timed_wait.h) ------------------------------------------------- */
+
+static uint32_t tw_word;
+
+static void tw_futex_hold(void) { __atomic_store_n(&tw_word, 0, __ATOMIC_SEQ_CST); }
+static void tw_futex_release(void)
+{
+    __atomic_store_n(&tw_word, 1, __ATOMIC_SEQ_CST);
+    weft_futex_wake(&tw_word, 1 << 30);
+}
+static int tw_futex_timed(uint64_t dl)
+{
+    for (;;) {
+        int rc = weft_futex_wait(&tw_word, 0, dl);
+        if (rc == EAGAIN || __atomic_load_n(&tw_word, __ATOMIC_SEQ_CST) != 0)
+            return 0;
+        if (rc != 0)
+            return rc;
+    }
+}
+
+static const struct tw_prim tw_prims[] = {
+    { "futex_wait", tw_futex_hold, tw_futex_release, tw_futex_timed },
+};
+
 int main(void)
 {
     check_watchdog(WATCHDOG_SECS);
@@ -173,6 +200,7 @@ int main(void)
     check_wake_counts();
     check_phase("exact wake counts on one vcore");
     join(spawn_ex(exact_wakes, NULL, WEFT_PINNED, 0, NULL));
+    tw_check(tw_prims, 1);
     fprintf(stderr, "futex: ok (%d vcores)\n", weft_num_vcores());
     weft_shutdown();
     return 0;

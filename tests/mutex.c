@@ -9,9 +9,14 @@
  * does unlocking a free mutex; destroy while locked is EBUSY and changes
  * nothing; timedlock returns ETIMEDOUT for a past deadline and for a short
  * future one (never before the deadline) while another holds the mutex,
- * EINVAL for a top-bit deadline; static initialisers work.
+ * EINVAL for a top-bit deadline; static initialisers work; the timed-wait
+ * checks of timed_wait.h; a mutex destroyed and freed by the thread that
+ * locks it next is not touched by its unlocker (ASan); a mutex whose
+ * sleeper was woken but has not run yet can be taken, and is not
+ * destroyable (EBUSY) until that sleeper is done.
  */
 #include "check.h"
+#include "timed_wait.h"
 
 /* ---- torture ------------------------------------------------------------------- */
 
@@ -251,6 +256,83 @@ static void *uthread_locks_then_pthread_unlocks(void *arg)
     return (void *)1;
 }
 
+/* ---- timed waits (timed_wait.h) ------------------------------------------------- */
+
+static weft_mutex_t tw_mutex = WEFT_MUTEX_INIT;
+
+static void tw_mutex_hold(void) { CHECK_RC(weft_mutex_lock(&tw_mutex), 0); }
+static void tw_mutex_release(void) { CHECK_RC(weft_mutex_unlock(&tw_mutex), 0); }
+static int tw_mutex_timed(uint64_t dl)
+{
+    int rc = weft_mutex_timedlock(&tw_mutex, dl);
+    if (rc == 0)
+        CHECK_RC(weft_mutex_unlock(&tw_mutex), 0);
+    return rc;
+}
+
+static const struct tw_prim tw_prims[] = {
+    { "mutex_timedlock", tw_mutex_hold, tw_mutex_release, tw_mutex_timed },
+};
+
+/* ---- destroyed by the next owner, and a woken contender -------------------------- */
+
+/* Each once a real bug. The thread that locks the mutex next destroys and
+ * frees it at once: the unlocker must not touch it after the release (ASan
+ * catches a later touch). */
+static void *taker_frees(void *arg)
+{
+    weft_mutex_t *m = arg;
+    CHECK_RC(weft_mutex_lock(m), 0);
+    CHECK_RC(weft_mutex_unlock(m), 0);
+    CHECK_RC(weft_mutex_destroy(m), 0);
+    free(m);
+    return NULL;
+}
+
+static void *freed_by_taker(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < SCALE(2000, 300); i++) {
+        weft_mutex_t *m = malloc(sizeof *m);
+        CHECK(m != NULL, "malloc");
+        weft_mutex_init(m, WEFT_MUTEX_PLAIN);
+        CHECK_RC(weft_mutex_lock(m), 0);
+        weft_t t = spawn(taker_frees, m);
+        weft_yield(); /* let it block on the mutex (or not: both are fine) */
+        CHECK_RC(weft_mutex_unlock(m), 0);
+        join(t);
+    }
+    return (void *)1;
+}
+
+static weft_mutex_t woken_mu = WEFT_MUTEX_INIT;
+
+static void *contender(void *arg)
+{
+    (void)arg;
+    CHECK_RC(weft_mutex_lock(&woken_mu), 0);
+    CHECK_RC(weft_mutex_unlock(&woken_mu), 0);
+    return NULL;
+}
+
+/* A mutex whose sleeper was woken but has not run yet is free to take, but
+ * not destroyable (EBUSY). All on vcore 0: the contender cannot run between
+ * the unlock and the checks. */
+static void *woken_contender(void *arg)
+{
+    (void)arg;
+    CHECK_RC(weft_mutex_lock(&woken_mu), 0);
+    weft_t c = spawn_ex(contender, NULL, WEFT_PINNED, 0, NULL);
+    weft_yield(); /* it sleeps on the mutex */
+    CHECK_RC(weft_mutex_unlock(&woken_mu), 0); /* wakes it; it has not run yet */
+    CHECK_RC(weft_mutex_trylock(&woken_mu), 0);
+    CHECK_RC(weft_mutex_unlock(&woken_mu), 0);
+    CHECK_RC(weft_mutex_destroy(&woken_mu), EBUSY);
+    join(c);
+    CHECK_RC(weft_mutex_destroy(&woken_mu), 0);
+    return (void *)1;
+}
+
 int main(void)
 {
     check_watchdog(WATCHDOG_SECS);
@@ -265,6 +347,13 @@ int main(void)
     check_phase("pthread unlocks a uthread's mutex");
     in_uthread(uthread_locks_then_pthread_unlocks, NULL);
     check_torture();
+    tw_check(tw_prims, 1);
+    check_phase("destroyed by the next owner, from a uthread");
+    CHECK(in_uthread(freed_by_taker, NULL) == (void *)1, "freed_by_taker");
+    check_phase("destroyed by the next owner, from main");
+    freed_by_taker(NULL);
+    check_phase("a woken contender");
+    CHECK(join(spawn_ex(woken_contender, NULL, WEFT_PINNED, 0, NULL)) == (void *)1, "woken");
     fprintf(stderr, "mutex: ok (%d vcores)\n", weft_num_vcores());
     weft_shutdown();
     return 0;

@@ -9,9 +9,12 @@
  * trywrlock is EBUSY while read-held and tryrdlock EBUSY while write-held;
  * timed variants time out no earlier than the deadline and a timed-out
  * writer does not keep blocking readers; relocking a write-held lock is
- * EDEADLK; destroy while held is EBUSY; WEFT_RWLOCK_INIT works.
+ * EDEADLK; destroy while held is EBUSY; WEFT_RWLOCK_INIT works; the
+ * timed-wait checks of timed_wait.h for a reader against a writer and a
+ * writer against a reader and against a writer.
  */
 #include "check.h"
+#include "timed_wait.h"
 
 /* ---- invariants ---------------------------------------------------------------- */
 
@@ -298,6 +301,34 @@ static void *rows(void *arg)
     return (void *)1;
 }
 
+/* ---- timed waits (timed_wait.h) ------------------------------------------------- */
+
+static weft_rwlock_t tw_rw = WEFT_RWLOCK_INIT;
+
+static void tw_hold_w(void) { CHECK_RC(weft_rwlock_wrlock(&tw_rw), 0); }
+static void tw_hold_r(void) { CHECK_RC(weft_rwlock_rdlock(&tw_rw), 0); }
+static void tw_release(void) { CHECK_RC(weft_rwlock_unlock(&tw_rw), 0); }
+static int tw_timed_r(uint64_t dl)
+{
+    int rc = weft_rwlock_timedrdlock(&tw_rw, dl);
+    if (rc == 0)
+        CHECK_RC(weft_rwlock_unlock(&tw_rw), 0);
+    return rc;
+}
+static int tw_timed_w(uint64_t dl)
+{
+    int rc = weft_rwlock_timedwrlock(&tw_rw, dl);
+    if (rc == 0)
+        CHECK_RC(weft_rwlock_unlock(&tw_rw), 0);
+    return rc;
+}
+
+static const struct tw_prim tw_prims[] = {
+    { "rwlock_timedrdlock vs writer", tw_hold_w, tw_release, tw_timed_r },
+    { "rwlock_timedwrlock vs reader", tw_hold_r, tw_release, tw_timed_w },
+    { "rwlock_timedwrlock vs writer", tw_hold_w, tw_release, tw_timed_w },
+};
+
 int main(void)
 {
     check_watchdog(WATCHDOG_SECS);
@@ -305,6 +336,7 @@ int main(void)
     check_writer_progress(0);
     check_writer_progress(1);
     check_invariants();
+    tw_check(tw_prims, (int)(sizeof tw_prims / sizeof tw_prims[0]));
     fprintf(stderr, "rwlock: ok (%d vcores)\n", weft_num_vcores());
     weft_shutdown();
     return 0;

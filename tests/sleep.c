@@ -5,7 +5,14 @@
  * a uthread and in main); sleep(0) returns 0; a top-bit duration, including
  * UINT64_MAX, is EINVAL (and returns, it does not sleep forever); 200
  * uthreads sleeping until distinct random deadlines all wake, none before
- * its deadline, and at one vcore they wake in deadline order.
+ * its deadline, and at one vcore they wake in deadline order;
+ * weft_sleep_until_ns(WEFT_FOREVER) and top-bit deadlines are EINVAL, a
+ * past deadline returns 0 at once; 1000 uthreads (200 in sanitized builds)
+ * sleeping until random deadlines (0..50 ms after a common start; 200 ms
+ * sanitized) all wake, none before its deadline nor absurdly late, and in
+ * deadline order for deadlines more than 2 ms apart (plus the scheduling
+ * noise a plain pthread measured meanwhile; a handful of exceptions
+ * tolerated: the kernel may deschedule a vcore), at every vcore count.
  */
 #include "check.h"
 
@@ -131,6 +138,160 @@ static void check_many_sleepers(void)
     }
 }
 
+#define LATE_TOL_NS SCALE(MS(200), MS(2000))
+#define BAD_DEADLINE ((uint64_t)1 << 63)
+
+static inline double ms_of(uint64_t ns)
+{
+    return (double)ns / 1e6;
+}
+
+/* ---- sleep_until: many until_sleepers ---------------------------------------------------------------- */
+
+/* Sanitized builds wake a uthread ~100x more slowly (ASan makes and drops a
+ * fake stack per uthread): fewer until_sleepers over a longer span there, or the
+ * vcores cannot keep up and the order test measures throughput. */
+#define NSLEEPERS SCALE(1000, 200)
+#define SPAN_NS SCALE(MS(50), MS(200))
+#define UNTIL_LEAD_NS SCALE(MS(200), MS(2000))
+#define SEP_NS SCALE(MS(2), MS(20))
+#define MAX_OUT_OF_ORDER SCALE(NSLEEPERS / 100, NSLEEPERS / 10)
+
+struct until_sleeper {
+    uint64_t deadline;
+    uint64_t woke;
+    int order;
+};
+
+static struct until_sleeper until_sleepers[NSLEEPERS];
+static int until_wake_order[NSLEEPERS];
+static atomic_int until_wake_next, until_late_starts;
+
+static void *until_sleeper_main(void *arg)
+{
+    struct until_sleeper *s = arg;
+    if (weft_now_ns() >= s->deadline)
+        atomic_fetch_add(&until_late_starts, 1);
+    CHECK_RC(weft_sleep_until_ns(s->deadline), 0);
+    s->woke = weft_now_ns();
+    s->order = atomic_fetch_add(&until_wake_next, 1);
+    until_wake_order[s->order] = (int)(s - until_sleepers);
+    return NULL;
+}
+
+/* The noise probe: a plain pthread sleeping 1 ms at a time records how late
+ * the kernel lets it run. That much of an inversion is the machine's doing
+ * (a descheduled vcore), not the timer heaps'. */
+static atomic_int noise_stop;
+static _Atomic uint64_t noise_max;
+
+static void *noise_main(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&noise_stop)) {
+        uint64_t t0 = weft_now_ns();
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);
+        uint64_t over = weft_now_ns() - t0 - MS(1);
+        if (over > atomic_load(&noise_max))
+            atomic_store(&noise_max, over);
+    }
+    return NULL;
+}
+
+static void *spawn_sleepers(void *arg)
+{
+    (void)arg;
+    uint32_t seed = 4242;
+    uint64_t base = weft_now_ns() + UNTIL_LEAD_NS;
+    weft_t *t = calloc(NSLEEPERS, sizeof *t);
+    CHECK(t != NULL, "calloc");
+    for (int i = 0; i < NSLEEPERS; i++) {
+        until_sleepers[i].deadline = base + (uint64_t)check_rand(&seed) % (SPAN_NS + 1);
+        t[i] = spawn(until_sleeper_main, &until_sleepers[i]);
+    }
+    for (int i = 0; i < NSLEEPERS; i++)
+        join(t[i]);
+    free(t);
+    return NULL;
+}
+
+static void *sleep_until_rows(void *arg)
+{
+    (void)arg;
+    CHECK_RC(weft_sleep_until_ns(WEFT_FOREVER), EINVAL);
+    CHECK_RC(weft_sleep_until_ns(BAD_DEADLINE), EINVAL);
+    CHECK_RC(weft_sleep_until_ns((uint64_t)-5), EINVAL);
+    uint64_t t0 = weft_now_ns();
+    CHECK_RC(weft_sleep_until_ns(1), 0);                     /* long past */
+    CHECK_RC(weft_sleep_until_ns(t0), 0);                    /* just past */
+    CHECK(weft_now_ns() - t0 < LATE_TOL_NS, "a past deadline slept %.1f ms",
+          ms_of(weft_now_ns() - t0));
+    uint64_t dl = weft_now_ns() + MS(5);
+    CHECK_RC(weft_sleep_until_ns(dl), 0);
+    uint64_t now = weft_now_ns();
+    CHECK(now >= dl, "woke %llu ns before the deadline", (unsigned long long)(dl - now));
+    CHECK(now - dl < LATE_TOL_NS, "woke %.1f ms late", ms_of(now - dl));
+    return (void *)1;
+}
+
+static inline double ms_of_i(int64_t ns)
+{
+    return (double)ns / 1e6;
+}
+
+static void check_until_sleepers(void)
+{
+    check_phase("sleep_until rows");
+    check_table(sleep_until_rows);
+
+    check_phase("many until_sleepers");
+    pthread_t noise = start_pthread(noise_main, NULL);
+    in_uthread(spawn_sleepers, NULL);
+    atomic_store(&noise_stop, 1);
+    join_pthread(noise);
+    uint64_t sep = SEP_NS + atomic_load(&noise_max);
+    CHECK(atomic_load(&until_late_starts) == 0,
+          "%d until_sleepers started after their deadline (lead time too short for this machine)",
+          atomic_load(&until_late_starts));
+    CHECK(atomic_load(&until_wake_next) == NSLEEPERS, "%d of %d woke", atomic_load(&until_wake_next),
+          NSLEEPERS);
+    uint64_t worst_late = 0;
+    for (int i = 0; i < NSLEEPERS; i++) {
+        struct until_sleeper *s = &until_sleepers[i];
+        CHECK(s->woke >= s->deadline, "sleeper %d woke %llu ns early", i,
+              (unsigned long long)(s->deadline - s->woke));
+        if (s->woke - s->deadline > worst_late)
+            worst_late = s->woke - s->deadline;
+    }
+    /* In wake order, a sleeper whose deadline is more than sep before one
+     * that woke earlier woke out of order. */
+    uint64_t maxdl = 0;
+    int ooo = 0, first_bad = -1;
+    int64_t worst = 0;
+    for (int k = 0; k < NSLEEPERS; k++) {
+        struct until_sleeper *s = &until_sleepers[until_wake_order[k]];
+        if (s->deadline + sep < maxdl) {
+            ooo++;
+            if (first_bad < 0)
+                first_bad = k;
+            if ((int64_t)(maxdl - s->deadline) > worst)
+                worst = (int64_t)(maxdl - s->deadline);
+        }
+        if (s->deadline > maxdl)
+            maxdl = s->deadline;
+    }
+    fprintf(stderr, "sleep: %d sleep_until sleepers: worst lateness %.2f ms, %d out of order "
+            "by more than %.2f ms (kernel noise %.2f ms)\n", NSLEEPERS, ms_of(worst_late), ooo,
+            ms_of(sep), ms_of(atomic_load(&noise_max)));
+    CHECK(worst_late < LATE_TOL_NS, "a sleeper woke %.1f ms late", ms_of(worst_late));
+    CHECK(ooo <= MAX_OUT_OF_ORDER,
+          "%d sleepers woke after one with a deadline > %.0f ms later (first at wake %d, "
+          "worst %.1f ms): timers not in deadline order",
+          ooo, ms_of(sep), first_bad, ms_of_i(worst));
+}
+
+
 int main(void)
 {
     check_watchdog(WATCHDOG_SECS);
@@ -140,6 +301,7 @@ int main(void)
     CHECK(in_uthread(durations_in_uthread, NULL) == (void *)1, "durations");
     check_uint64_max();
     check_many_sleepers();
+    check_until_sleepers();
     fprintf(stderr, "sleep: ok (%d vcores)\n", weft_num_vcores());
     weft_shutdown();
     return 0;

@@ -10,7 +10,8 @@
  * (the waiter overwrites it at once, on its stack, and the bytes must stay
  * so until that done has returned: before the fix, the generation bump
  * after the count's zero came late in about one wait in a thousand at two
- * vcores).
+ * vcores); a waiter whose zero is undone by an add before it has run is
+ * still released.
  */
 #include "check.h"
 
@@ -141,6 +142,36 @@ static void released(void)
     join(d);
 }
 
+/* ---- a zero undone before the waiter runs ---------------------------------------- */
+
+/* Once a real bug: a wait group whose zero is undone by an add before the
+ * waiter has run still releases that waiter. All on vcore 0: the waiter
+ * cannot run between the done and the add. */
+static weft_wg_t gen_wg = WEFT_WG_INIT;
+static atomic_int gen_returned;
+
+static void *gen_waiter(void *arg)
+{
+    (void)arg;
+    CHECK_RC(weft_wg_wait(&gen_wg), 0);
+    atomic_store(&gen_returned, 1);
+    return NULL;
+}
+
+static void *zero_undone(void *arg)
+{
+    (void)arg;
+    CHECK_RC(weft_wg_add(&gen_wg, 1), 0);
+    weft_t w = spawn_ex(gen_waiter, NULL, WEFT_PINNED, 0, NULL);
+    weft_yield(); /* it runs and sleeps */
+    CHECK_RC(weft_wg_done(&gen_wg), 0);
+    CHECK_RC(weft_wg_add(&gen_wg, 1), 0);
+    join(w);
+    CHECK(atomic_load(&gen_returned) == 1, "wait group waiter not released");
+    CHECK_RC(weft_wg_done(&gen_wg), 0);
+    return (void *)1;
+}
+
 int main(void)
 {
     check_watchdog(WATCHDOG_SECS);
@@ -151,6 +182,8 @@ int main(void)
     CHECK(atomic_load(&waiters_ok) == ROUNDS * (NWAITERS + 2), "waiters ok %d",
           atomic_load(&waiters_ok));
     released();
+    check_phase("a zero undone before the waiter runs");
+    CHECK(join(spawn_ex(zero_undone, NULL, WEFT_PINNED, 0, NULL)) == (void *)1, "zero_undone");
     fprintf(stderr, "wg: ok (%d vcores)\n", weft_num_vcores());
     weft_shutdown();
     return 0;
