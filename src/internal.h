@@ -137,7 +137,8 @@ struct weft_uthread {
     uint8_t copy_flags;              /* WEFT__SC_*; the vcore running or switching it */
     uint32_t copy_len;               /* stack-copy: bytes in copy_buf */
     void *copy_buf;                  /* stack-copy: its stack while switched out, or NULL */
-    struct weft__runstack *rs;       /* stack-copy: its run stack, NULL until it first runs */
+    struct weft__runstack *rs;       /* stack-copy: its run stack, NULL until it first runs
+                                        (set atomically then: can_inline reads it unowned) */
     struct weft_uthread *host;       /* run inline by its joiner (WEFT__SC_INLINE): that
                                         joiner, whose stack it uses; fixed meanwhile */
     /* notifications (event.c): written by the uthread itself, read by the

@@ -479,7 +479,9 @@ bool weft__sc_enter(struct weft__vcore *vc, struct weft_uthread *t, void (*start
     struct weft__runstack *r = t->rs;
     if (!r) { /* first run: any run stack, a fresh context at its top */
         r = rs_for_fresh(vc);
-        t->rs = r;
+        /* atomic: a joiner may look at rs meanwhile (can_inline in uthread.c) */
+        atomic_store_explicit(WEFT__ATOMIC(struct weft__runstack *, &t->rs), r,
+                              memory_order_relaxed);
         t->map = r->map;
         t->stack_lo = r->lo;
         t->stack_size = (size_t)(r->top - r->lo);

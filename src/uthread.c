@@ -729,7 +729,13 @@ static WEFT__NOINLINE void join_inline(struct weft__vcore *vc, struct weft_uthre
 static bool can_inline(struct weft__vcore *vc, struct weft_uthread *me, struct weft_uthread *t,
                        int st)
 {
-    return st == WEFT__RUNNABLE && !t->rs && weft__rt.reclaim &&
+    /* rs is read before t is reclaimed: another vcore may be taking t and
+     * setting it (weft__sc_enter) meanwhile, hence the atomic view; a NULL
+     * seen then is harmless, as reclaim fails. */
+    return st == WEFT__RUNNABLE &&
+           !atomic_load_explicit(WEFT__ATOMIC(struct weft__runstack *, &t->rs),
+                                 memory_order_relaxed) &&
+           weft__rt.reclaim &&
            !(t->link.flags & (WEFT_PINNED | WEFT_ON_VCORE)) &&
            !(me->link.flags & WEFT_PINNED) && me->notif_depth == 0 &&
            !weft__chores_due(vc) && weft__rt.reclaim(vc->id, t);

@@ -8,6 +8,7 @@
  * WAIT_UNTIL(cond, what)   polls cond (yielding, then napping) and fails if it
  *                          is still false after a generous bound: a hang
  *                          becomes a message instead of a CTest timeout.
+ * errno_now()              this uthread's errno, read afresh (see below).
  * check_watchdog(secs)     kills the test with a message naming the current
  *                          phase (check_phase()) if it runs longer than secs.
  *
@@ -113,6 +114,16 @@ static void check_fail(const char *file, int line, const char *what, const char 
     } while (0)
 
 /* check_nap() gives other threads a chance, in or outside a uthread. */
+/* errno_now(): errno read through a fresh __errno_location(). glibc declares
+ * that function const, so a compiler may reuse errno's address computed
+ * earlier in the same function; after a weft call that blocked, the uthread
+ * may run on another vcore, whose kernel thread has another errno (the caveat
+ * at the top of <weft/weft.h>). A call of its own computes the address anew. */
+__attribute__((noinline, unused)) static int errno_now(void)
+{
+    return errno;
+}
+
 static inline void check_nap(unsigned round)
 {
     if (round < 200)
