@@ -129,6 +129,9 @@ struct level {
     uint32_t head, tail;             /* slots head..tail-1 are in use (counters) */
     uint32_t mask;
     uint32_t live;                   /* uthreads in them (the others were taken out) */
+    uint32_t pinned;                 /* WEFT_PINNED ones among them (a uthread's flag
+                                        changes only while it is not queued), so that
+                                        a thief need not read every uthread it takes */
     struct weft_uthread *seen;       /* aging: the first one at the last look */
     uint64_t seen_at;                /* ... and when it was first seen there */
 };
@@ -144,11 +147,14 @@ struct pq {
     int poke_victim;                 /* as a thief: the vcore whose stuck next we watch */
     unsigned watch_tick, poke_looks; /* steal rounds; looks that found it stuck */
     uint64_t poke_decisions;         /* its decision count when we began watching */
+    /* bit l: level l not empty; written with the queues, read anywhere (a
+     * hint): on a line of its own, which thieves looking for work read
+     * without taking the lock's line from whoever holds it. */
+    _Alignas(64) _Atomic uint64_t bits;
     /* The queues: the owner's alone while !locking, else guarded by lock. */
     _Alignas(64) _Atomic uint32_t lock; /* qlock() */
     bool locking;                    /* the owner's mode: written under lock by the owner */
     bool online;                     /* vcore_up/down; written under lock and inbox_lock */
-    _Atomic uint64_t bits;           /* bit l: level l not empty; read anywhere (a hint) */
     struct level lv[NLEVELS];
     struct weft_ulist ovf;           /* could not be queued for want of memory (lv_overflow) */
     /* Read and written by others. */
@@ -290,6 +296,7 @@ static inline __attribute__((always_inline)) void lv_push_back(struct pq *q, int
     lv->v[i & lv->mask] = t;
     L(t)->data = (void *)(uintptr_t)i;
     flags_set(t, F_RAN | keep | F_AT(v, l)); /* F_RAN: only a blocked one's matters */
+    lv->pinned += (L(t)->flags & WEFT_PINNED) != 0;
     if (lv->live++ == 0)
         lv_bit(q, l, true);
 }
@@ -315,6 +322,7 @@ static void lv_push_front(struct pq *q, int v, struct weft_uthread *t, int l)
     lv->v[i & lv->mask] = t;
     L(t)->data = (void *)(uintptr_t)i;
     flags_set(t, F_RAN | F_AT(v, l));
+    lv->pinned += (L(t)->flags & WEFT_PINNED) != 0;
     if (lv->live++ == 0)
         lv_bit(q, l, true);
 }
@@ -324,6 +332,7 @@ static void lv_unlink(struct pq *q, struct weft_uthread *t, int l)
 {
     struct level *lv = &q->lv[l];
     lv->v[(uint32_t)(uintptr_t)L(t)->data & lv->mask] = NULL;
+    lv->pinned -= (L(t)->flags & WEFT_PINNED) != 0;
     if (--lv->live == 0) {
         lv->head = lv->tail;
         lv_bit(q, l, false);
@@ -346,6 +355,7 @@ static inline struct weft_uthread *lv_pop(struct pq *q, int l)
     struct weft_uthread *t;
     while (!(t = lv->v[lv->head++ & lv->mask])) /* slots taken out from the middle */
         ;
+    lv->pinned -= (L(t)->flags & WEFT_PINNED) != 0;
     if (--lv->live == 0) {
         lv->head = lv->tail;
         lv_bit(q, l, false);
@@ -691,45 +701,61 @@ static struct weft_uthread *take_local_prio(int me)
 
 /* grab() takes about half (at most STEAL_MAX) of the unpinned uthreads at
  * level l of victim v, front first, if l is still its most urgent level;
- * returns the first (not queued) and queues the rest on q. */
+ * returns the first (not queued) and queues the rest on q.
+ *
+ * The victim's owner wants its lock for every queue operation, so the lock
+ * is held only to move pointers out of the ring (reading a uthread's flags
+ * only while the level holds pinned ones): no stolen uthread is written under it (each store would be
+ * a cache miss that the unlock waits for). Their sched_flags still say
+ * "queued on v" for a moment after: move_queued checks the slot before it
+ * believes them. */
+
 static struct weft_uthread *grab(struct pq *q, int me, int v, int l)
 {
     struct pq *vq = &pqs[v];
-    struct weft_ulist got = { NULL, NULL };
+    struct weft_uthread *got[STEAL_MAX];
     unsigned n = 0;
     if (!remote_lock(vq))
         return NULL;
     if (top_of(bits_of(vq)) == l) {
         struct level *lv = &vq->lv[l];
-        unsigned len = 0;
-        for (uint32_t i = lv->head; i != lv->tail && len < 2 * STEAL_MAX; i++) {
-            struct weft_uthread *t = lv->v[i & lv->mask];
-            len += t && !(L(t)->flags & WEFT_PINNED);
-        }
-        unsigned want = len - len / 2;
+        unsigned want = lv->live < 2 * STEAL_MAX ? lv->live : 2 * STEAL_MAX;
+        want -= want / 2;
+        bool pins = lv->pinned != 0; /* else no uthread need be read here */
         for (uint32_t i = lv->head; i != lv->tail && n < want; i++) {
-            struct weft_uthread *t = lv->v[i & lv->mask];
-            if (!t || (L(t)->flags & WEFT_PINNED))
-                continue;
-            lv_unlink(vq, t, l);
-            weft_ulist_push(&got, t);
-            n++;
+            struct weft_uthread **slot = &lv->v[i & lv->mask], *t = *slot;
+            if (!t || (pins && (L(t)->flags & WEFT_PINNED)))
+                continue; /* pinned ones stay, in order */
+            got[n++] = t;
+            *slot = NULL; /* move_queued's check (above) */
+            if (i == lv->head)
+                lv->head++; /* the front: later pops need not skip it */
+        }
+        lv->live -= n;
+        if (lv->live == 0) {
+            lv->head = lv->tail;
+            lv_bit(vq, l, false);
         }
     }
     qunlock(&vq->lock);
     weft_sched_note_shared(1);
-    struct weft_uthread *first = got.head;
-    if (!first)
-        return NULL;
-    if (first != got.tail) {
-        own_lock(q);
-        for (struct weft_uthread *t = L(first)->next, *nx; t; t = nx) {
-            nx = L(t)->next;
+    struct weft_uthread *first = NULL;
+    bool locked = false;
+    for (unsigned i = 0; i < n; i++) {
+        struct weft_uthread *t = got[i];
+        if (!first) {
+            first = t;
+            flags_set(t, F_RAN);
+        } else {
+            if (!locked) {
+                own_lock(q);
+                locked = true;
+            }
             lv_push_back(q, me, t, level_of(t), 0);
         }
-        own_unlock(q);
     }
-    flags_set(first, F_RAN);
+    if (locked)
+        own_unlock(q);
     return first;
 }
 
@@ -1113,6 +1139,9 @@ static int move_queued(struct weft_uthread *t, int me, bool all_locked)
     if (level_of(t) == l)
         return v;
     if ((all_locked && q->locking) || (v == me && !q->locking)) {
+        struct level *lv = &q->lv[l];
+        if (!lv->v || lv->v[(uint32_t)(uintptr_t)L(t)->data & lv->mask] != t)
+            return -1; /* a thief took it and has not rewritten its flags yet (grab) */
         lv_unlink(q, t, l);
         lv_push_back(q, v, t, level_of(t), 0);
     } else {
@@ -1254,7 +1283,7 @@ static int init_prio(int nvcores)
         q->online = false;
         atomic_init(&q->bits, 0);
         for (int l = 0; l < NLEVELS; l++)
-            q->lv[l] = (struct level){ NULL, 0, 0, 0, 0, NULL, 0 };
+            q->lv[l] = (struct level){ .v = NULL, .seen = NULL };
         q->ovf = (struct weft_ulist){ NULL, NULL };
         atomic_init(&q->cur, NONE);
         atomic_init(&q->ceding, false);
