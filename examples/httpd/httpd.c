@@ -25,6 +25,9 @@
  * the root taken at start-up, each with O_NOFOLLOW: a symbolic link anywhere
  * under the root is never followed (403), and ".." cannot occur because the
  * parser has normalised the path (and refused one that climbs above "/").
+ * A connection keeps the file directly under the root it served last open
+ * and serves the next request for it from that descriptor after a stat shows
+ * it unchanged ("the kept file" below): no open and close per request.
  *
  * Priority classes (README.md, "Priority classes"): a path that starts with
  * /class/<c>/ (c = 0, the most urgent, .. 7) is served as the rest of the
@@ -50,6 +53,7 @@
 #include <strings.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -74,11 +78,14 @@
 
 #define HTTPD_CLASSES 8
 #define COMPUTE_MAX 1000000 /* /compute/<k>: k at most this */
+#define KEPT_PATH 256       /* the longest request path whose file a connection keeps open */
 
 static int root_fd = -1; /* the document root, O_DIRECTORY; set once in main */
 static bool compute_on;  /* -C: /compute/<k> is served; set once in main */
 static uint64_t send_timeout_ns = SEND_TIMEOUT_NS; /* -t; set once in main */
 static atomic_long live_conns; /* connection threads running */
+static atomic_long kept_files; /* connections holding a file open for the next request */
+static long kept_files_max;    /* at most this many (a quarter of RLIMIT_NOFILE); set in main */
 
 struct conn {
     int fd;
@@ -91,6 +98,9 @@ struct conn {
     uint64_t progress_at;    /* when taken last grew (or the input they answer came) */
     int64_t date_sec, lm_sec;/* the seconds date and lm were formatted for (-1: none) */
     char date[30], lm[30];   /* Date and Last-Modified, IMF-fixdate */
+    int kept_fd;             /* the file last served, kept open (-1: none): kept_file() */
+    struct stat kept_st;     /* its status when opened */
+    char kept_path[KEPT_PATH]; /* the request path it answered */
     struct http_request req;
     char in[IN_BUF];
     char out[OUT_BUF];
@@ -422,6 +432,73 @@ static int compute(struct conn *c, const struct http_request *r, bool close)
     return r->method == HTTP_METHOD_HEAD ? 0 : out_put(c, body, (size_t)n);
 }
 
+/* ---- the kept file -------------------------------------------------------------
+ *
+ * A connection keeps the regular file it served last open, with its status,
+ * and answers the next request for the same path from it when a stat of the
+ * path (fstatat, no descriptor made) shows the same file unchanged: device,
+ * inode, size, modification and change times. Every answer is as fresh as
+ * with an open per request; what goes is the open and the close, which in a
+ * threaded server take the process's shared descriptor-table lock (nginx's
+ * worker processes each have their own table). Only files directly in the
+ * root are kept: for them the stat (AT_SYMLINK_NOFOLLOW) refuses a symbolic
+ * link exactly as open_in_root does, where a deeper path's stat would follow
+ * a link in a directory component. A different path, or a change, opens
+ * afresh (open_in_root). A kept file is a
+ * descriptor per connection: at most kept_files_max connections keep one,
+ * so that they cannot take the descriptors that accept needs. */
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+           a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+static void drop_kept(struct conn *c)
+{
+    if (c->kept_fd < 0)
+        return;
+    close(c->kept_fd);
+    c->kept_fd = -1;
+    atomic_fetch_sub(&kept_files, 1);
+}
+
+/* kept_file(): the kept descriptor for path, *st its status, if path names
+ * the kept file still unchanged; else -1 (and a changed one is dropped). */
+static int kept_file(struct conn *c, const char *path, struct stat *st)
+{
+    if (c->kept_fd < 0 || strcmp(path, c->kept_path) != 0)
+        return -1;
+    struct stat now;
+    if (fstatat(root_fd, path + 1, &now, AT_SYMLINK_NOFOLLOW) != 0 || !same_file(&now, &c->kept_st)) {
+        drop_kept(c);
+        return -1;
+    }
+    *st = c->kept_st;
+    return c->kept_fd;
+}
+
+/* keep_file() makes fd, just opened for path with status st, the kept file
+ * (the previous one closed): false if it cannot be kept (path too long, too
+ * many kept), and then the caller still owns fd. */
+static bool keep_file(struct conn *c, const char *path, int fd, const struct stat *st)
+{
+    size_t n = strlen(path);
+    if (n >= KEPT_PATH || path[0] != '/' || path[1] == '\0' || strchr(path + 1, '/'))
+        return false; /* one component only: see above */
+    if (c->kept_fd >= 0) {
+        close(c->kept_fd);
+    } else if (atomic_fetch_add(&kept_files, 1) >= kept_files_max) {
+        atomic_fetch_sub(&kept_files, 1);
+        return false;
+    }
+    c->kept_fd = fd;
+    c->kept_st = *st;
+    memcpy(c->kept_path, path, n + 1);
+    return true;
+}
+
 /* serve() answers one parsed GET or HEAD. *close may be set (5xx). Returns
  * -1 when the connection must be dropped (I/O failed, or a file shrank under
  * a Content-Length already promised). */
@@ -432,8 +509,11 @@ static int serve(struct conn *c, const struct http_request *r, bool *close_after
     int status = 0;
     const char *ctype = NULL;
     struct stat st;
-    int fd = open_in_root(r->path);
-    if (fd < 0) {
+    int fd = r->dir_hint ? -1 : kept_file(c, r->path, &st);
+    bool kept = fd >= 0, via_dir = false;
+    if (kept) {
+        /* the same file, unchanged: as if just opened */
+    } else if ((fd = open_in_root(r->path)) < 0) {
         status = errno_status(errno);
     } else if (fstat(fd, &st) < 0) {
         status = 500;
@@ -447,6 +527,7 @@ static int serve(struct conn *c, const struct http_request *r, bool *close_after
         else if (fstat(fd, &st) < 0)
             status = 500;
         ctype = content_type("index.html");
+        via_dir = true;
     } else if (r->dir_hint) {
         status = 404; /* "/file.txt/" */
     }
@@ -461,9 +542,12 @@ static int serve(struct conn *c, const struct http_request *r, bool *close_after
     }
     if (!ctype)
         ctype = content_type(r->path);
+    if (!kept && !via_dir && keep_file(c, r->path, fd, &st))
+        kept = true; /* a directory's index.html is opened afresh each time */
 
     if (r->has_ims && r->ims >= (int64_t)st.st_mtim.tv_sec) {
-        close(fd);
+        if (!kept)
+            close(fd);
         struct head h = { .status = 304, .length = -1, .mtime = st.st_mtim.tv_sec };
         return put_head(c, &h, r->version, *close_after);
     }
@@ -481,7 +565,8 @@ static int serve(struct conn *c, const struct http_request *r, bool *close_after
                 rc = sent(c, k, off < st.st_size);
         }
     }
-    close(fd);
+    if (!kept)
+        close(fd);
     return rc;
 }
 
@@ -567,6 +652,7 @@ drop:
         struct linger l = { .l_onoff = 1, .l_linger = 0 };
         setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
     }
+    drop_kept(c);
     hio_close(c->fd);
     free(c);
     atomic_fetch_sub(&live_conns, 1);
@@ -611,6 +697,7 @@ static void *acceptor(void *arg)
             c->in_start = c->in_end = c->out_len = 0;
             c->handed = 0;
             c->date_sec = c->lm_sec = -1;
+            c->kept_fd = -1;
             progress_start(c);
             atomic_fetch_add(&live_conns, 1);
             if (hio_spawn(conn_main, c) == 0)
@@ -738,6 +825,10 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
 
+    struct rlimit nofile;
+    kept_files_max = getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY
+                         ? (long)(nofile.rlim_cur / 4)
+                         : 1L << 20;
     root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (root_fd < 0) {
         fprintf(stderr, "httpd: root %s: %s\n", root, strerror(errno));

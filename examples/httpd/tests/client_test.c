@@ -862,6 +862,46 @@ static void test_keepalive(void)
     conn_close(c);
 }
 
+/* test_kept_file(): one keep-alive connection asks for the same file while
+ * it changes under the server, which keeps the file it served last open
+ * (httpd.c, "the kept file"): each answer must be the file as it is now. */
+static void test_kept_file(void)
+{
+    atomic_store(&phase, "a kept file that changes");
+    char path[512], tmp[512];
+    snprintf(path, sizeof path, "%s/kept.txt", rootdir);
+    snprintf(tmp, sizeof tmp, "%s/kept.tmp", tmpdir);
+    write_file(path, "one\n", 4);
+    struct conn *c = conn_open();
+    struct resp r;
+    const char *const want[] = { "one\n", "one\n", "second version\n", "second version, longer\n" };
+    for (int i = 0; i < 4; i++) {
+        if (i == 2) { /* a new file renamed over it: another inode */
+            write_file(tmp, want[2], strlen(want[2]));
+            CHECK(rename(tmp, path) == 0, "rename: %s", strerror(errno));
+        } else if (i == 3) { /* rewritten in place, longer */
+            write_file(path, want[3], strlen(want[3]));
+        }
+        CHECK(send_str(c, get_req("GET", "/kept.txt", NULL)), "send %d", i);
+        bool ok = read_resp(c, false, &r);
+        CHECK(ok && r.status == 200 && strcmp(r.body, want[i]) == 0,
+              "kept file, step %d: status %d, body %s", i, ok ? r.status : -1,
+              ok && r.body ? r.body : "(none)");
+        resp_free(&r);
+    }
+    /* replaced by a symbolic link (to a file inside the root): refused, as
+     * a link always is; then gone: 404 */
+    CHECK(unlink(path) == 0 && symlink("hello.txt", path) == 0, "symlink: %s", strerror(errno));
+    CHECK(send_str(c, get_req("GET", "/kept.txt", NULL)), "send");
+    CHECK(read_resp(c, false, &r) && r.status == 403, "kept file replaced by a link: %d", r.status);
+    resp_free(&r);
+    CHECK(unlink(path) == 0, "unlink: %s", strerror(errno));
+    CHECK(send_str(c, get_req("GET", "/kept.txt", NULL)), "send");
+    CHECK(read_resp(c, false, &r) && r.status == 404, "kept file removed: %d", r.status);
+    resp_free(&r);
+    conn_close(c);
+}
+
 struct pipe_item {
     const char *method, *target;
     int status;
@@ -1406,6 +1446,7 @@ int main(int argc, char **argv)
     test_escapes();
     test_errors();
     test_keepalive();
+    test_kept_file();
     test_pipelining();
     test_head();
     test_conditional();
