@@ -259,6 +259,9 @@ struct weft__vcore {
     /* owned by this vcore only */
     struct weft_uthread *current;    /* uthread running here, NULL in vcore context and
                                         while a blocking callback runs */
+    _Atomic int io_waiting;          /* I/O waiters that began waiting here (they end it
+                                        with an RMW from wherever they resume):
+                                        weft__io_wait_begin */
     void (*cb)(struct weft_uthread *, void *); /* pending weft_uthread_yield callback */
     void *cb_arg;
     bool in_cb;                      /* cb runs: its wake-ups are its uthread's (by_uthread) */
@@ -571,7 +574,7 @@ static inline void weft__vcore_leave_idle(struct weft__vcore *vc)
  * is noticed even when no vcore is idle). Two loads when nothing is due;
  * the caller counts the decision (vc->decisions++) after it. */
 #define WEFT__CHORES_EVERY 16u
-extern _Atomic int weft__io_nwaiting;
+static inline bool weft__io_waiting(struct weft__vcore *self);
 static inline bool weft__chores_due(struct weft__vcore *vc)
 {
     if (WEFT__UNLIKELY(atomic_load_explicit(&vc->ev.bits, memory_order_relaxed) != 0))
@@ -580,7 +583,47 @@ static inline bool weft__chores_due(struct weft__vcore *vc)
     if (WEFT__LIKELY((d & (WEFT__CHORES_EVERY - 1)) != 0))
         return false;
     return atomic_load_explicit(&vc->heap.min, memory_order_relaxed) != UINT64_MAX ||
-           ((d & 63) == 0 && atomic_load_explicit(&weft__io_nwaiting, memory_order_relaxed) > 0);
+           ((d & 63) == 0 && weft__io_waiting(vc));
+}
+
+/* I/O waiters: uthreads (and kernel threads) parked on a descriptor or a
+ * ring request. Idle and busy vcores keep an eye on the poller while there
+ * are any. Each is counted on the vcore where it begins to wait (kernel
+ * threads: weft__io_nwaiting), so that a wait's two RMWs hit a line of its
+ * own vcore's (another's only when it resumed elsewhere) instead of one line
+ * that every vcore's I/O writes. A count never goes below zero (a waiter
+ * ends its wait after it began it, on the same counter), so "nobody waits"
+ * read from all of them misses only waiters that began after their counter
+ * was read: as with a single counter read a moment earlier. */
+extern _Atomic int weft__io_nwaiting;
+
+static inline struct weft__vcore *weft__io_wait_begin(void)
+{
+    struct weft__vcore *vc = weft__vc();
+    atomic_fetch_add_explicit(vc ? &vc->io_waiting : &weft__io_nwaiting, 1,
+                              memory_order_relaxed);
+    return vc;
+}
+
+/* weft__io_wait_end(): vc is what weft__io_wait_begin returned. */
+static inline void weft__io_wait_end(struct weft__vcore *vc)
+{
+    atomic_fetch_sub_explicit(vc ? &vc->io_waiting : &weft__io_nwaiting, 1,
+                              memory_order_relaxed);
+}
+
+/* weft__io_waiting(): does anyone wait for I/O? self (the caller's vcore, or
+ * NULL) is looked at first: on a busy I/O server it has waiters. */
+static inline bool weft__io_waiting(struct weft__vcore *self)
+{
+    if (self && atomic_load_explicit(&self->io_waiting, memory_order_relaxed) > 0)
+        return true;
+    if (atomic_load_explicit(&weft__io_nwaiting, memory_order_relaxed) > 0)
+        return true;
+    for (int i = 0; i < weft__rt.nvcores; i++)
+        if (atomic_load_explicit(&weft__rt.vcores[i].io_waiting, memory_order_relaxed) > 0)
+            return true;
+    return false;
 }
 
 /* weft__stat_add() adds n to one of vc's counters (written by vc only). */

@@ -766,8 +766,7 @@ static void vcore_park(struct weft__vcore *vc)
         /* Kicked awake for work while timers or I/O wait: hand the duty on,
          * or they would wait for our next scheduling decision. */
         if (atomic_load_explicit(&vc->park.parked, memory_order_relaxed) == false &&
-            (weft__timers_next() != UINT64_MAX ||
-             atomic_load_explicit(&weft__io_nwaiting, memory_order_relaxed) > 0) &&
+            (weft__timers_next() != UINT64_MAX || weft__io_waiting(vc)) &&
             (heir = rt->idle) != NULL) {
             idle_remove_locked(heir);
             atomic_fetch_add_explicit(&rt->nspinning, 1, memory_order_seq_cst);
@@ -832,7 +831,7 @@ static WEFT__NOINLINE void vcore_idle(struct weft__vcore *vc)
         set_idle(vc, WEFT__BUSY);
         vcore_exit(vc);
     }
-    bool io = atomic_load_explicit(&weft__io_nwaiting, memory_order_relaxed) > 0;
+    bool io = weft__io_waiting(vc);
     if (idle_of(vc) == WEFT__BUSY) {
         /* First look, uncounted, for LOOK_ROUNDS rounds: most idle moments
          * of a busy vcore are a wait for a reply from another vcore, shorter
@@ -893,8 +892,7 @@ void weft__vcore_chores(struct weft__vcore *vc)
             weft__event_post_bits(vc, 1ull << WEFT__EV_RESCHED);
     }
     uint64_t next = atomic_load_explicit(&vc->heap.min, memory_order_acquire);
-    bool poll = ((vc->decisions + 1) & 63) == 0 &&
-                atomic_load_explicit(&weft__io_nwaiting, memory_order_relaxed) > 0;
+    bool poll = ((vc->decisions + 1) & 63) == 0 && weft__io_waiting(vc);
     if (next == UINT64_MAX && !poll)
         return;
     uint64_t now = weft__now_ns();

@@ -26,7 +26,7 @@
 
 static struct weft__fd *_Atomic fdtab[FD_TOP];
 const struct weft__poller_ops *_Atomic weft__poller;
-_Atomic int weft__io_nwaiting;
+_Atomic int weft__io_nwaiting; /* I/O waiters on kernel threads that are not vcores (internal.h) */
 static _Atomic uint64_t last_poll; /* when a vcore last polled, ns */
 
 struct weft__fd *weft__fd_lookup(int fd)
@@ -155,8 +155,8 @@ int weft__io_poll(uint64_t deadline)
 
 bool weft__io_stale(uint64_t now)
 {
-    return atomic_load_explicit(&weft__io_nwaiting, memory_order_relaxed) > 0 &&
-           now - atomic_load_explicit(&last_poll, memory_order_relaxed) >= 200000;
+    return now - atomic_load_explicit(&last_poll, memory_order_relaxed) >= 200000 &&
+           weft__io_waiting(weft__vc());
 }
 
 void weft__io_poll_if_stale(uint64_t now)
@@ -355,7 +355,7 @@ static int wait_many(struct weft__fd_watch *ws, int n, uint64_t deadline, struct
     }
     int st = 0;
     if (!moved) {
-        atomic_fetch_add_explicit(&weft__io_nwaiting, 1, memory_order_relaxed);
+        struct weft__vcore *wv = weft__io_wait_begin();
         weft__spin_lock(&g->lock);
         if (g->fired) {
             weft__spin_unlock(&g->lock);
@@ -363,7 +363,7 @@ static int wait_many(struct weft__fd_watch *ws, int n, uint64_t deadline, struct
             weft__waitq_push(&g->q, &g->main);
             st = weft__wait(&g->lock, &g->q, &g->main, deadline, WEFT_BLOCK_IO);
         }
-        atomic_fetch_sub_explicit(&weft__io_nwaiting, 1, memory_order_relaxed);
+        weft__io_wait_end(wv);
     }
     unlink_members(ws, queued);
     return st == ETIMEDOUT || st == ENOMEM ? st : 0;
@@ -430,9 +430,9 @@ int weft__fd_wait(struct weft__fd *f, uint32_t gen, int dirs, uint32_t seq_rd, u
         q = &f->d[d].q;
     }
     weft__waitq_push(q, w);
-    atomic_fetch_add_explicit(&weft__io_nwaiting, 1, memory_order_relaxed);
+    struct weft__vcore *wv = weft__io_wait_begin();
     int st = weft__wait(&f->lock, q, w, deadline, WEFT_BLOCK_IO);
-    atomic_fetch_sub_explicit(&weft__io_nwaiting, 1, memory_order_relaxed);
+    weft__io_wait_end(wv);
     return st;
 }
 

@@ -212,9 +212,9 @@ static ssize_t ring_rw(struct ring_req *rq, bool write, int fd, void *buf, size_
     weft__san_release(rq);
     submit_locked();
     weft__spin_unlock(&sq_lock);
-    atomic_fetch_add_explicit(&weft__io_nwaiting, 1, memory_order_relaxed);
+    struct weft__vcore *wv = weft__io_wait_begin();
     weft__wait(&rq->lock, NULL, &rq->w, WEFT_FOREVER, WEFT_BLOCK_IO); /* the kernel writes buf */
-    atomic_fetch_sub_explicit(&weft__io_nwaiting, 1, memory_order_relaxed);
+    weft__io_wait_end(wv);
     return rq->res;
 }
 

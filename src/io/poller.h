@@ -48,9 +48,7 @@ extern const struct weft__poller_ops weft__poll_uring; /* its init fails if not 
 /* The backend in use, NULL until the first descriptor is seen. */
 extern const struct weft__poller_ops *_Atomic weft__poller;
 
-/* Uthreads parked on descriptors or ring operations right now: while there
- * are any, idle and busy vcores keep an eye on the poller (vcore.c). */
-extern _Atomic int weft__io_nwaiting;
+/* I/O waiters are counted with weft__io_wait_begin/_end (internal.h). */
 
 /* weft__io_start() picks and starts the poller (once). 0 or errno. */
 int weft__io_start(void);
