@@ -208,8 +208,17 @@ void weft_dump(int fd)
     struct weft__runtime *rt = &weft__rt;
     static const char *const idle_names[] = { "busy", "spinning", "parking", "offline" };
     static const char *const kinds[] = { "?", "park", "woke", "kick", "wake", "busy" };
-    if (atomic_load_explicit(&rt->state, memory_order_acquire) != WEFT__RUNNING_RT) {
-        dump_line(fd, "weft: not running\n");
+    int state = atomic_load_explicit(&rt->state, memory_order_acquire);
+    if (state != WEFT__RUNNING_RT) {
+        /* Scalars only: the vcores may be being freed. What a hung
+         * weft_shutdown (or weft_init) waits for is among these. */
+        dump_line(fd, "weft: not running (%s)%s, %u uthreads live, %d outside calls, %d outside "
+                      "wake-ups\n",
+                  state == WEFT__STOPPING ? "stopping" : "off",
+                  atomic_load_explicit(&rt->closing, memory_order_relaxed) ? ", closing" : "",
+                  atomic_load_explicit(WEFT__AT(&rt->live), memory_order_relaxed),
+                  atomic_load_explicit(&rt->outside_calls, memory_order_relaxed),
+                  atomic_load_explicit(&rt->outside_wakers, memory_order_relaxed));
         return;
     }
     uint64_t now = weft__now_ns();
