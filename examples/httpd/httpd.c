@@ -79,6 +79,7 @@
 #define HTTPD_CLASSES 8
 #define COMPUTE_MAX 1000000 /* /compute/<k>: k at most this */
 #define KEPT_PATH 256       /* the longest request path whose file a connection keeps open */
+#define KEPT_IDLE_NS (100 * 1000000ull) /* an idle connection closes its kept file after this */
 
 static int root_fd = -1; /* the document root, O_DIRECTORY; set once in main */
 static bool compute_on;  /* -C: /compute/<k> is served; set once in main */
@@ -444,9 +445,10 @@ static int compute(struct conn *c, const struct http_request *r, bool close)
  * root are kept: for them the stat (AT_SYMLINK_NOFOLLOW) refuses a symbolic
  * link exactly as open_in_root does, where a deeper path's stat would follow
  * a link in a directory component. A different path, or a change, opens
- * afresh (open_in_root). A kept file is a
- * descriptor per connection: at most kept_files_max connections keep one,
- * so that they cannot take the descriptors that accept needs. */
+ * afresh (open_in_root). A kept file is a descriptor per connection, so
+ * only busy connections keep one: a connection that waits KEPT_IDLE_NS for
+ * its next request closes it (idle connections, which may be many, hold
+ * none), and at most kept_files_max connections keep one at a time. */
 
 static bool same_file(const struct stat *a, const struct stat *b)
 {
@@ -626,7 +628,20 @@ static void *conn_main(void *arg)
                 head_start = hio_now_ns();
             deadline = head_start + HEAD_TIMEOUT_NS;
         }
-        ssize_t k = hio_read(c->fd, c->in + c->in_end, IN_BUF - c->in_end, deadline);
+        ssize_t k;
+        if (c->kept_fd >= 0 && c->in_end == 0) {
+            /* A busy connection keeps its file; one that falls idle gives
+             * it back after KEPT_IDLE_NS (see "the kept file"). */
+            uint64_t soon = hio_now_ns() + KEPT_IDLE_NS;
+            k = hio_read(c->fd, c->in, IN_BUF, soon < deadline ? soon : deadline);
+            if (k < 0 && soon < deadline && hio_now_ns() >= soon) { /* timed out (errno
+                                                  is not read across a blocking call) */
+                drop_kept(c);
+                k = hio_read(c->fd, c->in, IN_BUF, deadline);
+            }
+        } else {
+            k = hio_read(c->fd, c->in + c->in_end, IN_BUF - c->in_end, deadline);
+        }
         if (k <= 0)
             goto drop; /* EOF, ETIMEDOUT (idle or slow head), ECONNRESET, ... */
         if (head_start == 0)

@@ -21,9 +21,11 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -862,6 +864,30 @@ static void test_keepalive(void)
     conn_close(c);
 }
 
+/* server_has_open(): does the server hold a descriptor of path? (-1: /proc
+ * cannot say) */
+static int server_has_open(const char *path)
+{
+    char dir[64], link[600], target[600];
+    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)server_pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(link, sizeof link, "%s/%s", dir, e->d_name);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n > 0) {
+            target[n] = '\0';
+            found = strcmp(target, path) == 0;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
 /* test_kept_file(): one keep-alive connection asks for the same file while
  * it changes under the server, which keeps the file it served last open
  * (httpd.c, "the kept file"): each answer must be the file as it is now. */
@@ -889,6 +915,21 @@ static void test_kept_file(void)
               ok && r.body ? r.body : "(none)");
         resp_free(&r);
     }
+    /* idle: the connection gives its kept file back after 100 ms (the
+     * server then holds no descriptor of it), and serves it afresh after */
+    char real[PATH_MAX];
+    CHECK(realpath(path, real) != NULL, "realpath: %s", strerror(errno));
+    int held = 1;
+    for (int i = 0; i < 500 && held == 1; i++) { /* 5 s: slow builds; idle timeout 10 s */
+        struct timespec nap = { 0, 10 * 1000000L };
+        nanosleep(&nap, NULL);
+        held = server_has_open(real);
+    }
+    CHECK(held != 1, "the server still holds kept.txt open after 5 s idle");
+    CHECK(send_str(c, get_req("GET", "/kept.txt", NULL)), "send");
+    CHECK(read_resp(c, false, &r) && r.status == 200 && strcmp(r.body, want[3]) == 0,
+          "kept file after an idle moment");
+    resp_free(&r);
     /* replaced by a symbolic link (to a file inside the root): refused, as
      * a link always is; then gone: 404 */
     CHECK(unlink(path) == 0 && symlink("hello.txt", path) == 0, "symlink: %s", strerror(errno));
