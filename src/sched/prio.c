@@ -705,11 +705,10 @@ static struct weft_uthread *take_local_prio(int me)
  *
  * The victim's owner wants its lock for every queue operation, so the lock
  * is held only to move pointers out of the ring (reading a uthread's flags
- * only while the level holds pinned ones): no stolen uthread is written under it (each store would be
- * a cache miss that the unlock waits for). Their sched_flags still say
- * "queued on v" for a moment after: move_queued checks the slot before it
- * believes them. */
-
+ * only while the level holds pinned ones): no stolen uthread is written
+ * under it (each store would be a cache miss that the unlock waits for).
+ * Their sched_flags still say "queued on v" for a moment after: move_queued
+ * checks the slot before it believes them. */
 static struct weft_uthread *grab(struct pq *q, int me, int v, int l)
 {
     struct pq *vq = &pqs[v];
