@@ -259,9 +259,6 @@ struct weft__vcore {
     /* owned by this vcore only */
     struct weft_uthread *current;    /* uthread running here, NULL in vcore context and
                                         while a blocking callback runs */
-    _Atomic int io_waiting;          /* I/O waiters that began waiting here (they end it
-                                        with an RMW from wherever they resume):
-                                        weft__io_wait_begin */
     void (*cb)(struct weft_uthread *, void *); /* pending weft_uthread_yield callback */
     void *cb_arg;
     bool in_cb;                      /* cb runs: its wake-ups are its uthread's (by_uthread) */
@@ -324,6 +321,11 @@ struct weft__vcore {
                                         not made by a direct hand-off */
         _Atomic uint64_t sc_copies, sc_bytes, sc_forwards; /* stackcopy.c */
     } st;
+    /* I/O waiters that began waiting here (they end it with an RMW from
+     * wherever they resume: weft__io_wait_begin). On a line of its own:
+     * every idle vcore reads it (weft__io_waiting), and on the line of
+     * current it cost a busy vcore a coherence miss per switch. */
+    _Alignas(WEFT__CACHELINE) _Atomic int io_waiting;
     struct weft__vcore_ev ev;        /* events posted to it (event.c) */
     struct weft__vcore_park park;    /* the park protocol (vcore.c) */
     _Alignas(WEFT__CACHELINE) struct weft__heap heap; /* alarms started here */
