@@ -411,13 +411,10 @@ struct weft_uthread *weft__uthread_alloc(size_t size)
     return t;
 }
 
-void weft__uthread_free(struct weft_uthread *t)
+/* stack_free() is weft__uthread_free() of a uthread with a stack of its
+ * own: to this vcore's cache, the global one, or the kernel. */
+static WEFT__NOINLINE void stack_free(struct weft_uthread *t)
 {
-    atomic_store_explicit(&t->state, WEFT__FREE, memory_order_relaxed);
-    if (t->copy) {
-        weft__sc_uthread_free(t);
-        return;
-    }
     bool running = atomic_load_explicit(&weft__rt.state, memory_order_relaxed) == WEFT__RUNNING_RT;
     if (running && t->asked_size == weft__rt.stack_size) {
         struct weft__vcore *vc = weft__vc();
@@ -454,4 +451,13 @@ void weft__uthread_free(struct weft_uthread *t)
         }
     }
     unmap(t);
+}
+
+void weft__uthread_free(struct weft_uthread *t)
+{
+    atomic_store_explicit(&t->state, WEFT__FREE, memory_order_relaxed);
+    if (t->copy)
+        weft__sc_uthread_free(weft__vc(), t);
+    else
+        stack_free(t);
 }

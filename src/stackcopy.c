@@ -193,10 +193,10 @@ static void pool_give(int c, void *list, void *last)
     weft__spin_unlock(&p->lock);
 }
 
-/* block_alloc() returns n bytes (n <= 64 KiB: a class block) or NULL. */
-static void *block_alloc(struct weft__vcore *vc, size_t n)
+/* block_alloc_slow() is block_alloc() when the vcore's list of class c is
+ * empty, when there is no vcore, or for sizes beyond the classes (c < 0). */
+static WEFT__NOINLINE void *block_alloc_slow(struct weft__vcore *vc, size_t n, int c)
 {
-    int c = cls_of(n);
     if (c < 0)
         return malloc(n);
     if (!vc) {
@@ -204,21 +204,34 @@ static void *block_alloc(struct weft__vcore *vc, size_t n)
         return pool_take(c, &b, 1) ? b : NULL;
     }
     struct weft__sc_vcore *s = &vc->sc;
-    if (!s->cache[c]) {
-        unsigned got = pool_take(c, &s->cache[c], BATCH);
-        if (!got)
-            return NULL;
-        s->ncache[c] = (uint16_t)got;
-    }
+    unsigned got = pool_take(c, &s->cache[c], BATCH);
+    if (!got)
+        return NULL;
+    s->ncache[c] = (uint16_t)(got - 1);
+    void *b = s->cache[c];
+    s->cache[c] = *(void **)b;
+    return b;
+}
+
+/* block_alloc() returns n bytes (n <= 64 KiB: a class block) or NULL; vc
+ * is the caller's vcore, or NULL. The common case, a block from the
+ * vcore's own list, keeps no register across a call. */
+static inline void *block_alloc(struct weft__vcore *vc, size_t n)
+{
+    int c = cls_of(n);
+    if (WEFT__UNLIKELY(c < 0 || !vc || !vc->sc.cache[c]))
+        return block_alloc_slow(vc, n, c);
+    struct weft__sc_vcore *s = &vc->sc;
     void *b = s->cache[c];
     s->cache[c] = *(void **)b;
     s->ncache[c]--;
     return b;
 }
 
-static void block_free(struct weft__vcore *vc, void *b, size_t n)
+/* block_free_slow() is block_free() without a vcore, beyond the classes,
+ * or when the vcore's list is full (its oldest BATCH go back to the pool). */
+static WEFT__NOINLINE void block_free_slow(struct weft__vcore *vc, void *b, int c)
 {
-    int c = cls_of(n);
     if (c < 0) {
         free(b);
         return;
@@ -228,14 +241,27 @@ static void block_free(struct weft__vcore *vc, void *b, size_t n)
         return;
     }
     struct weft__sc_vcore *s = &vc->sc;
-    if (s->ncache[c] >= CACHE_MAX) { /* hand the oldest part back: BATCH of them */
-        void *first = s->cache[c], *last = first;
-        for (int i = 1; i < BATCH; i++)
-            last = *(void **)last;
-        s->cache[c] = *(void **)last;
-        s->ncache[c] -= BATCH;
-        pool_give(c, first, last);
+    void *first = s->cache[c], *last = first;
+    for (int i = 1; i < BATCH; i++)
+        last = *(void **)last;
+    s->cache[c] = *(void **)last;
+    s->ncache[c] -= BATCH;
+    pool_give(c, first, last);
+    *(void **)b = s->cache[c];
+    s->cache[c] = b;
+    s->ncache[c]++;
+}
+
+/* block_free() gives back a block of n bytes from block_alloc(); vc is the
+ * caller's vcore, or NULL. */
+static inline void block_free(struct weft__vcore *vc, void *b, size_t n)
+{
+    int c = cls_of(n);
+    if (WEFT__UNLIKELY(c < 0 || !vc || vc->sc.ncache[c] >= CACHE_MAX)) {
+        block_free_slow(vc, b, c);
+        return;
     }
+    struct weft__sc_vcore *s = &vc->sc;
     *(void **)b = s->cache[c];
     s->cache[c] = b;
     s->ncache[c]++;
@@ -246,11 +272,11 @@ static void block_free(struct weft__vcore *vc, void *b, size_t n)
 #define UT_SIZE ((sizeof(struct weft_uthread) + WEFT__CACHELINE - 1) & ~(size_t)(WEFT__CACHELINE - 1))
 _Static_assert(UT_SIZE <= 1024, "a stack-copy uthread's struct comes from a small class");
 
-struct weft_uthread *weft__sc_uthread_alloc(void)
+struct weft_uthread *weft__sc_uthread_alloc(struct weft__vcore *vc)
 {
     /* Not cleared (spawn_on sets what a uthread starts with), but for what
      * only a stack-copy uthread has and what stack.c's shells carry. */
-    struct weft_uthread *t = block_alloc(weft__vc(), UT_SIZE);
+    struct weft_uthread *t = block_alloc(vc, UT_SIZE);
     if (t) {
         t->copy = true;
         t->guarded = false;
@@ -269,10 +295,11 @@ struct weft_uthread *weft__sc_uthread_alloc(void)
     return t;
 }
 
-void weft__sc_uthread_free(struct weft_uthread *t)
+void weft__sc_uthread_free(struct weft__vcore *vc, struct weft_uthread *t)
 {
-    weft__tls_free(t); /* a per-uthread TLS area (WEFT_TLS=uthread) is the heap's */
-    block_free(weft__vc(), t, UT_SIZE); /* finished: it holds no copy */
+    if (WEFT__UNLIKELY(t->tls != NULL))
+        weft__tls_free(t); /* a per-uthread TLS area (WEFT_TLS=uthread) is the heap's */
+    block_free(vc, t, UT_SIZE); /* finished: it holds no copy */
 }
 
 /* ---- run stacks ---------------------------------------------------------------- */

@@ -54,9 +54,10 @@ extern size_t weft__sc_size;
 extern bool weft__sc_default;
 
 /* weft__sc_uthread_alloc() returns a zeroed stack-copy uthread shell from
- * the struct pool, or NULL (ENOMEM). weft__sc_uthread_free() gives it back. */
-struct weft_uthread *weft__sc_uthread_alloc(void);
-void weft__sc_uthread_free(struct weft_uthread *t);
+ * the struct pool, or NULL (ENOMEM). weft__sc_uthread_free() gives it back.
+ * vc is the caller's vcore (weft__vc()), or NULL outside the vcores. */
+struct weft_uthread *weft__sc_uthread_alloc(struct weft__vcore *vc);
+void weft__sc_uthread_free(struct weft__vcore *vc, struct weft_uthread *t);
 
 /* weft__sc_leave() is the stack check of a stack-copy uthread ut that just
  * switched out on vc: its used stack, from its saved stack pointer to the

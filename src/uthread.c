@@ -576,7 +576,7 @@ static int spawn_on(weft_t *out, const weft_attr_t *ap, void *(*fn)(void *), voi
     if ((a.flags & WEFT_PINNED) && !pinned_admit(a.vcore))
         return EINVAL; /* offline: it could never run */
 
-    struct weft_uthread *t = copy ? weft__sc_uthread_alloc() : weft__uthread_alloc(size);
+    struct weft_uthread *t = copy ? weft__sc_uthread_alloc(weft__vc_at_entry()) : weft__uthread_alloc(size);
     if (!t) {
         if (a.flags & WEFT_PINNED)
             atomic_fetch_sub_explicit(&weft__rt.vcores[a.vcore].npinned, 1, memory_order_relaxed);
@@ -661,6 +661,8 @@ static int spawn_on(weft_t *out, const weft_attr_t *ap, void *(*fn)(void *), voi
  * that is (inline_finish). The joiner must be free to move: not pinned, not
  * holding notifications off. */
 
+static struct weft_uthread *inline_done(struct weft_uthread *t, void *result);
+
 static void inline_entry(void *arg)
 {
     struct weft_uthread *t = arg, *me = t->host;
@@ -685,10 +687,22 @@ static void inline_entry(void *arg)
     void *r = t->fn(t->arg);
     if (WEFT__UNLIKELY(!weft__vc()))
         forked_exit();
-    inline_finish(t, r);
+    if (t->specific) /* thread keys' destructors: they may block */
+        weft__keys_exit(t);
+    if (WEFT__UNLIKELY(t->tls != NULL))
+        weft__tls_exit(t);
+    /* A return, not a restore of the joiner's context: the frames between
+     * here and join_inline are intact (t ran on them, wherever it resumed),
+     * and returning keeps the CPU's return predictions right, where a
+     * restore made the next three returns miss. */
+    inline_done(t, r);
 }
 
-static _Noreturn void inline_finish(struct weft_uthread *t, void *result)
+/* inline_done() ends t, run inline, on whichever vcore it is now: the
+ * joiner (t->host) becomes the running uthread again; the caller then
+ * resumes it, by returning to weft__ctx_save_and_call_here or restoring
+ * its context. Returns the joiner. */
+static struct weft_uthread *inline_done(struct weft_uthread *t, void *result)
 {
     struct weft__vcore *vc = weft__vc(); /* maybe another vcore than it began on */
     struct weft_uthread *me = t->host;
@@ -706,7 +720,15 @@ static _Noreturn void inline_finish(struct weft_uthread *t, void *result)
     vc->decisions++;
     start_on(vc, me);
     WEFT__TLS_ENTER(vc, me);
-    weft__ctx_restore(&me->ctx); /* back into join_inline() */
+    return me;
+}
+
+/* inline_finish() is the end of t, run inline, when it calls weft_exit()
+ * (uthread_finish): deeper than inline_entry, so the joiner's context is
+ * restored. */
+static _Noreturn void inline_finish(struct weft_uthread *t, void *result)
+{
+    weft__ctx_restore(&inline_done(t, result)->ctx); /* back into join_inline() */
 }
 
 /* join_inline() runs t (reclaimed, never started) on the caller's stack and

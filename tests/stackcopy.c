@@ -730,6 +730,14 @@ static void test_primitives(void)
 
 static _Atomic(uintptr_t) child_local_at, joiner_local_at;
 static _Atomic(weft_t) child_self;
+static weft_key_t quick_key;
+static atomic_int quick_dtors; /* quick_key's destructor calls */
+
+static void quick_dtor(void *v)
+{
+    CHECK(v == (void *)&quick_key, "quick_key's destructor got %p", v);
+    atomic_fetch_add(&quick_dtors, 1);
+}
 
 /* no_sanitize_address: ASan would keep the locals whose addresses are
  * compared below in its heap-allocated fake stack. */
@@ -739,6 +747,7 @@ __attribute__((no_sanitize_address)) static void *quick_child(void *arg)
     atomic_store(&child_local_at, (uintptr_t)&here);
     atomic_store(&child_self, weft_self());
     errno = 77; /* its own errno, not the joiner's */
+    CHECK_RC(weft_key_setspecific(quick_key, &quick_key), 0); /* its destructor runs at exit */
     return (void *)((uintptr_t)arg + (uintptr_t)here);
 }
 
@@ -764,6 +773,7 @@ __attribute__((no_sanitize_address)) static void *inline_joiner(void *unused)
     volatile int mine = 5;
     atomic_store(&joiner_local_at, (uintptr_t)&mine);
     weft_attr_t a = { .flags = WEFT_STACK_COPY };
+    int dtors0 = atomic_load(&quick_dtors);
     for (int i = 0; i < 200; i++) {
         weft_t t;
         CHECK_RC(weft_spawn(&t, &a, quick_child, (void *)(uintptr_t)i), 0);
@@ -774,6 +784,8 @@ __attribute__((no_sanitize_address)) static void *inline_joiner(void *unused)
         CHECK(e == 11, "the joiner's errno became %d", e);
         CHECK(r == (void *)(uintptr_t)(i + 1), "quick child %d returned %p", i, r);
         CHECK(atomic_load(&child_self) == t, "weft_self() in the child was not the child");
+        CHECK(atomic_load(&quick_dtors) == dtors0 + i + 1,
+              "quick child %d's key destructor did not run before its join returned", i);
     }
     CHECK(weft_self() != atomic_load(&child_self), "weft_self() after the join");
     for (int i = 0; i < 10; i++) {
@@ -790,6 +802,7 @@ __attribute__((no_sanitize_address)) static void *inline_joiner(void *unused)
 static void test_inline_join(void)
 {
     check_phase("inline join, ordinary joiner");
+    CHECK_RC(weft_key_create(&quick_key, quick_dtor), 0);
     weft_t j = spawn_ex(inline_joiner, NULL, WEFT_STACK_OWN, 0, "joiner");
     CHECK(join(j) == (void *)1, "ordinary joiner");
     uintptr_t joiner_local = atomic_load(&joiner_local_at);

@@ -23,9 +23,11 @@ void weft__ctx_save_and_call(struct weft__ctx *save, void *stack_top,
                              void (*fn)(void *), void *arg);
 
 /* weft__ctx_save_and_call_here() saves the caller's context in *save and
- * calls fn(arg) on the same stack, just below the saved frame; fn must not
- * return. The caller resumes, as if this call returned, when someone
- * weft__ctx_restore()s *save (anywhere, from any stack). */
+ * calls fn(arg) on the same stack, just below the saved frame. The caller
+ * resumes, as if this call returned, when someone weft__ctx_restore()s *save
+ * (anywhere, from any stack), or when fn returns (the stack pointer is then
+ * where fn began: the frames on the stack are intact, whichever kernel
+ * thread runs it). */
 void weft__ctx_save_and_call_here(struct weft__ctx *save, void (*fn)(void *), void *arg);
 
 /* weft__ctx_switch() saves the caller's context in *save, moves to the

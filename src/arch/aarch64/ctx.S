@@ -45,7 +45,7 @@ weft__ctx_save_and_call:
 
 /* void weft__ctx_save_and_call_here(ctx *save, void (*fn)(void*), void *arg)
  * Saves the caller in *save, then calls fn(arg) right below the saved frame
- * on the same stack; fn must not return. */
+ * on the same stack. If fn returns, the saved context resumes. */
     .globl  weft__ctx_save_and_call_here
     .hidden weft__ctx_save_and_call_here
     .type   weft__ctx_save_and_call_here, %function
@@ -55,7 +55,7 @@ weft__ctx_save_and_call_here:
     SAVE_CALLER
     mov     x0, x2
     blr     x1
-    brk     #0
+    b       weft__ctx_resume_sp /* fn returned: sp is at the saved frame again */
     .cfi_endproc
     .size   weft__ctx_save_and_call_here, .-weft__ctx_save_and_call_here
 

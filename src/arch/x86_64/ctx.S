@@ -40,7 +40,8 @@ weft__ctx_save_and_call:
 /* void weft__ctx_save_and_call_here(ctx *save, void (*fn)(void*), void *arg)
  * Saves the caller in *save as weft__ctx_save_and_call does, then calls
  * fn(arg) on the same stack, right below the saved frame (which stays
- * intact while fn runs); fn must not return. */
+ * intact while fn runs). If fn returns, the saved context resumes (as a
+ * weft__ctx_restore of *save would, by plain returns). */
     .globl  weft__ctx_save_and_call_here
     .hidden weft__ctx_save_and_call_here
     .type   weft__ctx_save_and_call_here, @function
@@ -49,9 +50,11 @@ weft__ctx_save_and_call_here:
     .cfi_startproc
     SAVE_CALLER
     movq    %rdx, %rdi
+    movq    %rsp, %rbx          /* callee-saved: the frame to resume, if fn returns */
     andq    $-16, %rsp          /* 16-byte aligned before the call (it is already) */
     callq   *%rsi
-    ud2
+    movq    %rbx, %rsp
+    jmp     .Lresume_here
     .cfi_endproc
     .size   weft__ctx_save_and_call_here, .-weft__ctx_save_and_call_here
 
@@ -92,11 +95,12 @@ weft__ctx_switch:
     .p2align 4
 weft__ctx_restore:
     .cfi_startproc
-    stmxcsr -8(%rsp)            /* ours, in the red zone of the stack we leave */
+    movq    (%rdi), %rsp
+.Lresume_here:                  /* rsp at a saved frame, FP control not yet read */
+    stmxcsr -8(%rsp)            /* ours, in the red zone below the frame */
     fnstcw  -4(%rsp)
     movl    -8(%rsp), %r12d
     movzwl  -4(%rsp), %r13d
-    movq    (%rdi), %rsp
 .Lresume:                       /* rsp at a saved frame; r12d/r13d: our MXCSR, x87 CW */
     movl    (%rsp), %eax
     xorl    %r12d, %eax
