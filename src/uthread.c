@@ -449,10 +449,17 @@ void weft__shutdown_waiting(bool on)
     atomic_store_explicit(&shutdown_waiting, on, memory_order_seq_cst);
 }
 
+/* exit_cb() is the callback of a finishing uthread's last switch, run
+ * once it is off its stack: it is DONE, and its joiner (unless exit_wake
+ * woke it already: arg non-NULL) is woken, or a detached one freed. */
 static void exit_cb(struct weft_uthread *ut, void *arg)
 {
-    (void)arg;
     weft__san_stack_free(&ut->san);
+    if (arg) { /* the joiner is awake and frees ut once it sees DONE: touch nothing after */
+        atomic_store_explicit(&ut->state, WEFT__DONE, memory_order_release);
+        live_dec();
+        return;
+    }
     weft__spin_lock(&ut->jlock);
     atomic_store_explicit(&ut->state, WEFT__DONE, memory_order_relaxed);
     struct weft__waiter *w = ut->joiner;
@@ -469,7 +476,37 @@ static void exit_cb(struct weft_uthread *ut, void *arg)
 
 static _Noreturn void inline_finish(struct weft_uthread *t, void *result);
 
-static _Noreturn void uthread_finish(struct weft_uthread *ut, void *result)
+/* exit_wake() wakes the uthread that waits in weft_join() for ut, which is
+ * finishing on vc (in a switch: switch_begin), before ut picks its
+ * successor, so that the joiner can be that successor: a direct hand-off
+ * instead of a trip through vcore context after exit_cb woke it. The wake
+ * is the one exit_cb would make (by a blocking callback: the scheduler
+ * puts the joiner behind work queued here, as then). The joiner waits for
+ * DONE (weft_join) before it frees ut, which exit_cb sets once ut is off
+ * its stack; it finds it set unless another vcore took it meanwhile. True
+ * if it woke one. A joiner that is a kernel thread is left to exit_cb. */
+static bool exit_wake(struct weft__vcore *vc, struct weft_uthread *ut)
+{
+    weft__spin_lock(&ut->jlock);
+    struct weft__waiter *w = ut->joiner;
+    struct weft_uthread *j = w ? w->ut : NULL;
+    if (j) {
+        w->status = 0;
+        ut->joiner = NULL;
+    }
+    weft__spin_unlock(&ut->jlock);
+    if (j)
+        runnable_by(vc, j, 2);
+    return j != NULL;
+}
+
+/* uthread_finish() ends the calling uthread ut with result. Inline in its
+ * two callers, so that a uthread that returns from its function (entered
+ * by a jump: weft__ctx_trampoline) leaves the CPU's return stack as it
+ * found it but for the one call of the final switch: the joiner it wakes
+ * then returns up its own frames with right predictions. */
+static inline __attribute__((always_inline)) _Noreturn void
+uthread_finish(struct weft_uthread *ut, void *result)
 {
     if (ut->specific) /* thread keys' destructors: they may block */
         weft__keys_exit(ut);
@@ -481,9 +518,11 @@ static _Noreturn void uthread_finish(struct weft_uthread *ut, void *result)
     struct weft__vcore *vc = weft__vc();
     if (WEFT__UNLIKELY(ut->link.flags & WEFT_PINNED) && !ut->notif_pinned)
         atomic_fetch_sub_explicit(&vc->npinned, 1, memory_order_relaxed);
+    switch_begin(); /* from here no signal handler's weft call runs here (local_next) */
+    bool woke = exit_wake(vc, ut);
     struct weft_uthread *next = local_next(vc);
     vc->cb = exit_cb;
-    vc->cb_arg = NULL;
+    vc->cb_arg = woke ? ut : NULL;
     if (WEFT__UNLIKELY(ut->copy))
         ut->copy_flags |= WEFT__SC_EXITING; /* nothing to copy out */
     if (WEFT__UNLIKELY(next && next->copy)) {
@@ -787,6 +826,9 @@ int weft_join(weft_t t, void **result)
         struct weft__waiter local, *w = weft__waiter_mine(&local);
         t->joiner = w;
         weft__wait(&t->jlock, NULL, w, WEFT_FOREVER, WEFT_BLOCK_JOIN);
+        /* Woken by t's exit_wake, maybe before t is off its stack. */
+        while (atomic_load_explicit(&t->state, memory_order_acquire) != WEFT__DONE)
+            weft_yield();
     } else {
         weft__spin_unlock(&t->jlock);
     }

@@ -124,7 +124,11 @@ weft__ctx_restore:
     .cfi_endproc
     .size   weft__ctx_restore, .-weft__ctx_restore
 
-/* First code of a new context: r12 = fn, r13 = arg (see weft__ctx_make). */
+/* First code of a new context: r12 = fn, r13 = arg (see weft__ctx_make).
+ * fn is entered by a jump, with a return address of 0 pushed as a call
+ * would (the end of a backtrace): fn never returns, and a call would leave
+ * an entry on the CPU's return stack that the returns of whichever
+ * uthread the new one later switches to would be predicted with. */
     .globl  weft__ctx_trampoline
     .hidden weft__ctx_trampoline
     .type   weft__ctx_trampoline, @function
@@ -134,8 +138,8 @@ weft__ctx_trampoline:
     .cfi_undefined rip
     movq    %r13, %rdi
     andq    $-16, %rsp
-    callq   *%r12
-    ud2
+    pushq   $0
+    jmpq    *%r12
     .cfi_endproc
     .size   weft__ctx_trampoline, .-weft__ctx_trampoline
 
