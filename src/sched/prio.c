@@ -194,6 +194,15 @@ static inline void flags_set(struct weft_uthread *t, unsigned f)
     atomic_store_explicit((_Atomic unsigned *)&L(t)->sched_flags, f, memory_order_relaxed);
 }
 
+/* is_pinned(): t is WEFT_PINNED (a branch, not arithmetic, in the level
+ * counts: the compiler would otherwise pair the pinned and live updates in
+ * one vector load and store, which the next update of the same level, a
+ * moment later across a switch, cannot forward from two scalar stores). */
+static inline bool is_pinned(struct weft_uthread *t)
+{
+    return __builtin_expect((L(t)->flags & WEFT_PINNED) != 0, 0);
+}
+
 static inline int top_of(uint64_t bits)
 {
     return bits ? 63 - __builtin_clzll(bits) : NONE;
@@ -296,7 +305,8 @@ static inline __attribute__((always_inline)) void lv_push_back(struct pq *q, int
     lv->v[i & lv->mask] = t;
     L(t)->data = (void *)(uintptr_t)i;
     flags_set(t, F_RAN | keep | F_AT(v, l)); /* F_RAN: only a blocked one's matters */
-    lv->pinned += (L(t)->flags & WEFT_PINNED) != 0;
+    if (is_pinned(t))
+        lv->pinned++;
     if (lv->live++ == 0)
         lv_bit(q, l, true);
 }
@@ -322,7 +332,8 @@ static void lv_push_front(struct pq *q, int v, struct weft_uthread *t, int l)
     lv->v[i & lv->mask] = t;
     L(t)->data = (void *)(uintptr_t)i;
     flags_set(t, F_RAN | F_AT(v, l));
-    lv->pinned += (L(t)->flags & WEFT_PINNED) != 0;
+    if (is_pinned(t))
+        lv->pinned++;
     if (lv->live++ == 0)
         lv_bit(q, l, true);
 }
@@ -332,7 +343,8 @@ static void lv_unlink(struct pq *q, struct weft_uthread *t, int l)
 {
     struct level *lv = &q->lv[l];
     lv->v[(uint32_t)(uintptr_t)L(t)->data & lv->mask] = NULL;
-    lv->pinned -= (L(t)->flags & WEFT_PINNED) != 0;
+    if (is_pinned(t))
+        lv->pinned--;
     if (--lv->live == 0) {
         lv->head = lv->tail;
         lv_bit(q, l, false);
@@ -355,10 +367,13 @@ static inline struct weft_uthread *lv_pop(struct pq *q, int l)
     struct weft_uthread *t;
     while (!(t = lv->v[lv->head++ & lv->mask])) /* slots taken out from the middle */
         ;
-    lv->pinned -= (L(t)->flags & WEFT_PINNED) != 0;
+    if (is_pinned(t))
+        lv->pinned--;
     if (--lv->live == 0) {
         lv->head = lv->tail;
         lv_bit(q, l, false);
+    } else {
+        __builtin_prefetch(lv->v[lv->head & lv->mask], 1); /* the next one's first line */
     }
     flags_set(t, F_RAN);
     return t;

@@ -490,6 +490,10 @@ static struct weft_uthread *take_local_ws(int me)
             ph != atomic_load_explicit(&p->tail, memory_order_relaxed)) {
             q->chain = q->wchain = 0;
             atomic_store_explicit(&p->head, ph + 1, memory_order_relaxed);
+            /* The next one's first line, for the next yield (with many
+             * uthreads it is out of cache, and the switch waits for it). */
+            __builtin_prefetch(atomic_load_explicit(&q->buf[P][(ph + 1) & RING_MASK],
+                                                    memory_order_relaxed), 1);
             return atomic_load_explicit(&q->buf[P][ph & RING_MASK], memory_order_relaxed);
         }
     }
