@@ -260,6 +260,15 @@ static inline void q_push(struct vq *q, int c, struct weft_uthread *t)
 }
 
 /* ring_pop() takes the front of the owner's ring r, or NULL. */
+/* ring_prefetch() fetches the first line of the uthread in slot i (maybe
+ * stale or empty: a prefetch never faults), which the owner takes next:
+ * with many uthreads their structs are out of cache, and a switch waits
+ * for the line (the saved stack pointer) of the one it resumes. */
+static inline void ring_prefetch(slot_t *buf, uint32_t i)
+{
+    __builtin_prefetch(atomic_load_explicit(&buf[i & RING_MASK], memory_order_relaxed), 1);
+}
+
 static inline struct weft_uthread *ring_pop(struct ring *r, slot_t *buf)
 {
     uint32_t tl = atomic_load_explicit(&r->tail, memory_order_relaxed);
@@ -268,6 +277,7 @@ static inline struct weft_uthread *ring_pop(struct ring *r, slot_t *buf)
         if (h == tl)
             return NULL;
         atomic_store_explicit(&r->head, h + 1, memory_order_relaxed);
+        ring_prefetch(buf, h + 1);
         return atomic_load_explicit(&buf[h & RING_MASK], memory_order_relaxed);
     }
     uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
@@ -490,10 +500,7 @@ static struct weft_uthread *take_local_ws(int me)
             ph != atomic_load_explicit(&p->tail, memory_order_relaxed)) {
             q->chain = q->wchain = 0;
             atomic_store_explicit(&p->head, ph + 1, memory_order_relaxed);
-            /* The next one's first line, for the next yield (with many
-             * uthreads it is out of cache, and the switch waits for it). */
-            __builtin_prefetch(atomic_load_explicit(&q->buf[P][(ph + 1) & RING_MASK],
-                                                    memory_order_relaxed), 1);
+            ring_prefetch(q->buf[P], ph + 1);
             return atomic_load_explicit(&q->buf[P][ph & RING_MASK], memory_order_relaxed);
         }
     }
