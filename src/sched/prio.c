@@ -338,6 +338,19 @@ static void lv_push_front(struct pq *q, int v, struct weft_uthread *t, int l)
         lv_bit(q, l, true);
 }
 
+/* lv_took() counts n uthreads taken out of level l of q; a level left
+ * empty starts afresh at its tail and loses its bit. True if it emptied. */
+static inline bool lv_took(struct pq *q, int l, uint32_t n)
+{
+    struct level *lv = &q->lv[l];
+    lv->live -= n;
+    if (lv->live != 0)
+        return false;
+    lv->head = lv->tail;
+    lv_bit(q, l, false);
+    return true;
+}
+
 /* lv_unlink() takes t, queued at level l of q, out of its slot. */
 static void lv_unlink(struct pq *q, struct weft_uthread *t, int l)
 {
@@ -345,10 +358,7 @@ static void lv_unlink(struct pq *q, struct weft_uthread *t, int l)
     lv->v[(uint32_t)(uintptr_t)L(t)->data & lv->mask] = NULL;
     if (is_pinned(t))
         lv->pinned--;
-    if (--lv->live == 0) {
-        lv->head = lv->tail;
-        lv_bit(q, l, false);
-    }
+    lv_took(q, l, 1);
     flags_set(t, F_RAN);
 }
 
@@ -369,12 +379,8 @@ static inline struct weft_uthread *lv_pop(struct pq *q, int l)
         ;
     if (is_pinned(t))
         lv->pinned--;
-    if (--lv->live == 0) {
-        lv->head = lv->tail;
-        lv_bit(q, l, false);
-    } else {
+    if (!lv_took(q, l, 1))
         __builtin_prefetch(lv->v[lv->head & lv->mask], 1); /* the next one's first line */
-    }
     flags_set(t, F_RAN);
     return t;
 }
@@ -745,11 +751,7 @@ static struct weft_uthread *grab(struct pq *q, int me, int v, int l)
             if (i == lv->head)
                 lv->head++; /* the front: later pops need not skip it */
         }
-        lv->live -= n;
-        if (lv->live == 0) {
-            lv->head = lv->tail;
-            lv_bit(vq, l, false);
-        }
+        lv_took(vq, l, n);
     }
     qunlock(&vq->lock);
     weft_sched_note_shared(1);
