@@ -15,10 +15,13 @@
  *   yield through vcore context, preemption:
  *                     RUNNING  -> RUNNABLE   (yield_entry, notify_entry; thread_paused
  *                                             only if another uthread runs)
- *   exit:             RUNNING  -> DONE       (under jlock, in exit_cb: vcore context
- *                                             or the successor's stack)
+ *   exit:             RUNNING  -> DONE       (in exit_cb: vcore context or the
+ *                                             successor's stack; under jlock, or,
+ *                                             if exit_wake woke the joiner before
+ *                                             the switch, a release store the
+ *                                             joiner waits for)
  *   inline join:      RUNNABLE -> RUNNING -> DONE (the child, run on its joiner's
- *                                             stack; no jlock: inline_finish)
+ *                                             stack; no jlock: inline_done)
  *   join / detach:    DONE     -> FREE       (memory back to a stack cache)
  */
 #define _GNU_SOURCE
@@ -696,9 +699,11 @@ static int spawn_on(weft_t *out, const weft_attr_t *ap, void *(*fn)(void *), voi
  * as an ordinary uthread on it; a stack-copy joiner: t is bound to the same
  * run stack, and its copies hold the joiner's frames too). If t switches
  * out it is an ordinary switch, and t may resume on another vcore; when it
- * finishes, the joiner resumes from its saved context, on whichever vcore
- * that is (inline_finish). The joiner must be free to move: not pinned, not
- * holding notifications off. */
+ * finishes, the joiner resumes, on whichever vcore that is: by returning
+ * from inline_entry through the frames t ran on (inline_done), or, if t
+ * called weft_exit(), by a restore of its saved context (inline_finish).
+ * The joiner must be free to move: not pinned, not holding notifications
+ * off. */
 
 static struct weft_uthread *inline_done(struct weft_uthread *t, void *result);
 

@@ -32,7 +32,11 @@
  *      under vcore-context rules: a notification defers, weft_self() is
  *      NULL); then the next uthread resumes. One save, one restore, calls
  *      and returns that pair up (the CPU's return-stack predictor stays
- *      right), and no run-wide state is written.
+ *      right), and no run-wide state is written. An exit first wakes the
+ *      uthread waiting to join it (uthread.c, exit_wake), so the joiner can
+ *      be that successor, and a uthread's function is entered by a jump
+ *      (weft__ctx_trampoline), so a finished one leaves just the final
+ *      switch's return prediction behind.
  *   2. Through vcore context: when the scheduler has no local successor,
  *      when chores are due (events, alarms, the paced poll), or when the
  *      scheduler has no take_local op: the uthread is saved, the vcore
