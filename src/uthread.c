@@ -705,7 +705,7 @@ static int spawn_on(weft_t *out, const weft_attr_t *ap, void *(*fn)(void *), voi
  * The joiner must be free to move: not pinned, not holding notifications
  * off. */
 
-static struct weft_uthread *inline_done(struct weft_uthread *t, void *result);
+static inline struct weft_uthread *inline_done(struct weft_uthread *t, void *result);
 
 static void inline_entry(void *arg)
 {
@@ -739,14 +739,23 @@ static void inline_entry(void *arg)
      * here and join_inline are intact (t ran on them, wherever it resumed),
      * and returning keeps the CPU's return predictions right, where a
      * restore made the next three returns miss. */
+#ifdef WEFT_TSAN
+    /* TSan keeps a call stack per fiber, and inline_done switched to the
+     * joiner's: it must not see inline_entry's return. */
+    inline_finish(t, r);
+#else
     inline_done(t, r);
+#endif
 }
 
 /* inline_done() ends t, run inline, on whichever vcore it is now: the
  * joiner (t->host) becomes the running uthread again; the caller then
  * resumes it, by returning to weft__ctx_save_and_call_here or restoring
- * its context. Returns the joiner. */
-static struct weft_uthread *inline_done(struct weft_uthread *t, void *result)
+ * its context. Returns the joiner. Inline in its callers: TSan keeps a
+ * call stack per fiber, and a return after the switch to the joiner's
+ * fiber would pop the joiner's. */
+static inline __attribute__((always_inline)) struct weft_uthread *
+inline_done(struct weft_uthread *t, void *result)
 {
     struct weft__vcore *vc = weft__vc(); /* maybe another vcore than it began on */
     struct weft_uthread *me = t->host;
