@@ -259,7 +259,6 @@ static inline void q_push(struct vq *q, int c, struct weft_uthread *t)
     spill_push(q, c, t);
 }
 
-/* ring_pop() takes the front of the owner's ring r, or NULL. */
 /* ring_prefetch() fetches the first line of the uthread in slot i (maybe
  * stale or empty: a prefetch never faults), which the owner takes next:
  * with many uthreads their structs are out of cache, and a switch waits
@@ -269,6 +268,7 @@ static inline void ring_prefetch(slot_t *buf, uint32_t i)
     __builtin_prefetch(atomic_load_explicit(&buf[i & RING_MASK], memory_order_relaxed), 1);
 }
 
+/* ring_pop() takes the front of the owner's ring r, or NULL. */
 static inline struct weft_uthread *ring_pop(struct ring *r, slot_t *buf)
 {
     uint32_t tl = atomic_load_explicit(&r->tail, memory_order_relaxed);
@@ -475,8 +475,10 @@ static __attribute__((noinline)) struct weft_uthread *take_local_slow(struct vq 
 
 /* take_local_ws() is take() with its two common cases inline and no stack
  * frame: next within its chain (a hand-off), or, with next and the woken
- * ring empty, the front of the paused ring (a yield). A uthread found in
- * next or the paused ring has run before (WS_RAN is set). */
+ * ring and its spill empty, the front of the paused ring (a yield; the
+ * paused ring's own spill, behind it, refills it once it runs dry, in
+ * take_slow). A uthread found in next or the paused ring has run before
+ * (WS_RAN is set). */
 static struct weft_uthread *take_local_ws(int me)
 {
     struct vq *q = &vqs[me];
@@ -492,7 +494,7 @@ static struct weft_uthread *take_local_ws(int me)
         q->wchain++;
         return t;
     }
-    if (solo && q->spill[P].n == 0) {
+    if (solo && q->spill[W].n == 0) { /* W's spill is older than P's ring */
         struct ring *w = &q->ring[W], *p = &q->ring[P];
         uint32_t ph = atomic_load_explicit(&p->head, memory_order_relaxed);
         if (atomic_load_explicit(&w->head, memory_order_relaxed) ==
