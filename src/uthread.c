@@ -777,8 +777,8 @@ inline_done(struct weft_uthread *t, void *result)
 }
 
 /* inline_finish() is the end of t, run inline, when it calls weft_exit()
- * (uthread_finish): deeper than inline_entry, so the joiner's context is
- * restored. */
+ * (uthread_finish: deeper than inline_entry) and, under TSan, when it
+ * returns: the joiner's context is restored. */
 static _Noreturn void inline_finish(struct weft_uthread *t, void *result)
 {
     weft__ctx_restore(&inline_done(t, result)->ctx); /* back into join_inline() */
