@@ -37,7 +37,7 @@ static void case_fifo(void)
     struct vq *q = &vqs[0];
     for (size_t i = 0; i < n; i++)
         q_push(q, W, U(i));
-    CHECK(ring_len(&q->ring[W]) == RING, "ring holds %u, not %u", ring_len(&q->ring[W]), RING);
+    CHECK(ring_len(q, W) == RING, "ring holds %u, not %u", ring_len(q, W), RING);
     CHECK(q->spill[W].n == n - RING, "spill holds %u, not %zu", q->spill[W].n, n - RING);
     CHECK(q->spill[W].cap >= n - RING && (q->spill[W].cap & (q->spill[W].cap - 1)) == 0,
           "spill capacity %u", q->spill[W].cap);
@@ -68,9 +68,9 @@ static void case_grab(void)
         q_push(v, W, U(i));
     struct weft_uthread *first = ring_grab(v, q, W);
     CHECK(first == U(0), "the grab's first is %zd", first ? (ssize_t)idx(first) : (ssize_t)-1);
-    CHECK(ring_len(&q->ring[W]) == 4 && ring_len(&v->ring[W]) == 5,
-          "after a grab of 10: thief %u, victim %u (want 4 and 5)", ring_len(&q->ring[W]),
-          ring_len(&v->ring[W]));
+    CHECK(ring_len(q, W) == 4 && ring_len(v, W) == 5,
+          "after a grab of 10: thief %u, victim %u (want 4 and 5)", ring_len(q, W),
+          ring_len(v, W));
     for (size_t i = 1; i < 5; i++)
         CHECK(q_pop(q, W) == U(i), "thief's pop %zu", i);
     for (size_t i = 5; i < 10; i++)
@@ -84,7 +84,7 @@ static void case_grab(void)
         q_push(v, W, U(i));
     first = ring_grab(v, q, W);
     CHECK(first == U(0), "grab with a spill: first %zd", first ? (ssize_t)idx(first) : (ssize_t)-1);
-    size_t got = 1 + ring_len(&q->ring[W]);
+    size_t got = 1 + ring_len(q, W);
     CHECK(got == RING / 2, "grab with a spill took %zu, not %u", got, RING / 2);
     for (size_t i = 1; i < got; i++)
         CHECK(q_pop(q, W) == U(i), "thief's pop %zu", i);
