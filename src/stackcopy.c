@@ -193,6 +193,23 @@ static void pool_give(int c, void *list, void *last)
     weft__spin_unlock(&p->lock);
 }
 
+/* cache_pop() takes the first block of the vcore's list of class c (not
+ * empty); cache_push() puts b in front. */
+static inline void *cache_pop(struct weft__sc_vcore *s, int c)
+{
+    void *b = s->cache[c];
+    s->cache[c] = *(void **)b;
+    s->ncache[c]--;
+    return b;
+}
+
+static inline void cache_push(struct weft__sc_vcore *s, int c, void *b)
+{
+    *(void **)b = s->cache[c];
+    s->cache[c] = b;
+    s->ncache[c]++;
+}
+
 /* block_alloc_slow() is block_alloc() when the vcore's list of class c is
  * empty, when there is no vcore, or for sizes beyond the classes (c < 0). */
 static WEFT__NOINLINE void *block_alloc_slow(struct weft__vcore *vc, size_t n, int c)
@@ -207,10 +224,8 @@ static WEFT__NOINLINE void *block_alloc_slow(struct weft__vcore *vc, size_t n, i
     unsigned got = pool_take(c, &s->cache[c], BATCH);
     if (!got)
         return NULL;
-    s->ncache[c] = (uint16_t)(got - 1);
-    void *b = s->cache[c];
-    s->cache[c] = *(void **)b;
-    return b;
+    s->ncache[c] = (uint16_t)got;
+    return cache_pop(s, c);
 }
 
 /* block_alloc() returns n bytes (n <= 64 KiB: a class block) or NULL; vc
@@ -221,11 +236,7 @@ static inline void *block_alloc(struct weft__vcore *vc, size_t n)
     int c = cls_of(n);
     if (WEFT__UNLIKELY(c < 0 || !vc || !vc->sc.cache[c]))
         return block_alloc_slow(vc, n, c);
-    struct weft__sc_vcore *s = &vc->sc;
-    void *b = s->cache[c];
-    s->cache[c] = *(void **)b;
-    s->ncache[c]--;
-    return b;
+    return cache_pop(&vc->sc, c);
 }
 
 /* block_free_slow() is block_free() without a vcore, beyond the classes,
@@ -247,9 +258,7 @@ static WEFT__NOINLINE void block_free_slow(struct weft__vcore *vc, void *b, int 
     s->cache[c] = *(void **)last;
     s->ncache[c] -= BATCH;
     pool_give(c, first, last);
-    *(void **)b = s->cache[c];
-    s->cache[c] = b;
-    s->ncache[c]++;
+    cache_push(s, c, b);
 }
 
 /* block_free() gives back a block of n bytes from block_alloc(); vc is the
@@ -261,10 +270,7 @@ static inline void block_free(struct weft__vcore *vc, void *b, size_t n)
         block_free_slow(vc, b, c);
         return;
     }
-    struct weft__sc_vcore *s = &vc->sc;
-    *(void **)b = s->cache[c];
-    s->cache[c] = b;
-    s->ncache[c]++;
+    cache_push(&vc->sc, c, b);
 }
 
 /* ---- uthread structs ---------------------------------------------------------- */

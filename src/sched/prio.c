@@ -194,10 +194,9 @@ static inline void flags_set(struct weft_uthread *t, unsigned f)
     atomic_store_explicit((_Atomic unsigned *)&L(t)->sched_flags, f, memory_order_relaxed);
 }
 
-/* is_pinned(): t is WEFT_PINNED (a branch, not arithmetic, in the level
- * counts: the compiler would otherwise pair the pinned and live updates in
- * one vector load and store, which the next update of the same level, a
- * moment later across a switch, cannot forward from two scalar stores). */
+/* is_pinned(): t is WEFT_PINNED, expected not. (The level counts update
+ * `pinned` behind this branch rather than by adding the flag, which gcc
+ * pairs with the `live` update in one vector load and store.) */
 static inline bool is_pinned(struct weft_uthread *t)
 {
     return __builtin_expect((L(t)->flags & WEFT_PINNED) != 0, 0);
@@ -744,7 +743,7 @@ static struct weft_uthread *grab(struct pq *q, int me, int v, int l)
         bool pins = lv->pinned != 0; /* else no uthread need be read here */
         for (uint32_t i = lv->head; i != lv->tail && n < want; i++) {
             struct weft_uthread **slot = &lv->v[i & lv->mask], *t = *slot;
-            if (!t || (pins && (L(t)->flags & WEFT_PINNED)))
+            if (!t || (pins && is_pinned(t)))
                 continue; /* pinned ones stay, in order */
             got[n++] = t;
             *slot = NULL; /* move_queued's check (above) */
@@ -964,11 +963,11 @@ static void push_away(int v, struct weft_uthread *t)
 {
     struct pq *q = &pqs[v];
     int lt = level_of(t);
-    bool placed = (L(t)->flags & WEFT_PINNED) || !(flags_of(t) & F_RAN);
+    bool placed = is_pinned(t) || !(flags_of(t) & F_RAN);
     if (remote_lock(q)) {
         lv_push_back(q, v, t, lt, 0);
         qunlock(&q->lock);
-    } else if (!inbox_push(v, t, L(t)->flags & WEFT_PINNED)) {
+    } else if (!inbox_push(v, t, is_pinned(t))) {
         /* v went offline meanwhile: vcore 0, which never does. */
         q = &pqs[v = 0];
         inbox_push(0, t, true);
@@ -996,7 +995,7 @@ static void push_away(int v, struct weft_uthread *t)
 static int target(struct weft_uthread *t)
 {
     int v = L(t)->vcore, n = weft_num_vcores();
-    if (v >= 0 && (v < n || (L(t)->flags & WEFT_PINNED)))
+    if (v >= 0 && (v < n || is_pinned(t)))
         return v;
     if (n < 1)
         return 0;
@@ -1014,7 +1013,7 @@ static void thread_runnable_prio(struct weft_uthread *t)
     /* The common case: woken by the uthread running on the vcore it last
      * ran on: next, no kick. */
     if (__builtin_expect(me >= 0 && l->vcore == me && l->by_uthread == 1 && (f & F_RAN) &&
-                             !(l->flags & WEFT_PINNED) && pqs[me].online, 1)) {
+                             !is_pinned(t) && pqs[me].online, 1)) {
         struct pq *q = &pqs[me];
         struct weft_uthread *old = atomic_load_explicit(&q->next, memory_order_relaxed);
         atomic_store_explicit(&q->next, t, memory_order_relaxed);
@@ -1034,13 +1033,13 @@ static void thread_runnable_prio(struct weft_uthread *t)
     /* Pinned elsewhere, or placed on a vcore at spawn (vcore set, never
      * run), or from outside or an offline vcore: someone else's queues. */
     if (me < 0 || !pqs[me].online || (l->vcore >= 0 && l->vcore != me &&
-                                      ((l->flags & WEFT_PINNED) || !(f & F_RAN)))) {
+                                      (is_pinned(t) || !(f & F_RAN)))) {
         push_away(target(t), t);
         return;
     }
     struct pq *q = &pqs[me];
     int lt = level_of(t);
-    if (l->flags & WEFT_PINNED) {
+    if (is_pinned(t)) {
         queue_own(q, me, t);
     } else if (l->by_uthread && !(f & F_RAN)) {
         /* Spawned by a uthread here: next if free (spawn, then join, hands
@@ -1081,7 +1080,7 @@ static void thread_runnable_prio(struct weft_uthread *t)
 static __attribute__((noinline)) void paused_locking(struct pq *q, int me,
                                                      struct weft_uthread *t)
 {
-    bool kick = !(L(t)->flags & WEFT_PINNED); /* read before t is queued */
+    bool kick = !is_pinned(t); /* read before t is queued */
     queue_own(q, me, t);
     if (kick)
         weft_vcore_kick_local();

@@ -497,7 +497,7 @@ static struct weft_uthread *take_local_ws(int me)
         q->wchain++;
         return t;
     }
-    if (solo && q->spill[W].n == 0) { /* W's spill is older than P's ring */
+    if (solo && q->spill[W].n == 0) { /* W's spill comes before P's ring */
         uint32_t ph = atomic_load_explicit(&q->head[P], memory_order_relaxed);
         if (atomic_load_explicit(&q->head[W], memory_order_relaxed) ==
                 atomic_load_explicit(&q->tail[W], memory_order_relaxed) &&
