@@ -374,6 +374,20 @@ static struct weft_uthread *map_new(size_t size)
  * spreads a batch of spawns) takes the global lock once per batch. */
 #define CACHE_BATCH 32
 
+/* shell_prefetch() asks for the lines of cached shell t that a spawn
+ * writes (the struct but its stack fields, and the initial frame below it)
+ * one spawn ahead: a shell whose last uthread ran on another vcore (a
+ * spawner whose children are stolen) has them there, and the spawn would
+ * otherwise wait for each in turn. */
+static inline void shell_prefetch(struct weft_uthread *t)
+{
+    char *p = (char *)t;
+    __builtin_prefetch(p - WEFT__CACHELINE, 1);
+    for (size_t o = 0; o < offsetof(struct weft_uthread, map); o += WEFT__CACHELINE)
+        __builtin_prefetch(p + o, 1);
+    __builtin_prefetch(&t->name, 1);
+}
+
 struct weft_uthread *weft__uthread_alloc(size_t size)
 {
     struct weft_uthread *t = NULL;
@@ -395,6 +409,8 @@ struct weft_uthread *weft__uthread_alloc(size_t size)
             t = vc->stacks.list;
             vc->stacks.list = t->cache_next;
             vc->stacks.n--;
+            if (vc->stacks.list)
+                shell_prefetch(vc->stacks.list);
         } else if (!vc) {
             weft__spin_lock(&global_cache.lock);
             t = global_cache.list;
