@@ -489,7 +489,10 @@ def prio_sections(ncpu: int, full: bool) -> list[Section]:
             "prio scheduler on one vcore, on the same CPU. alone: A without B; noboard: A and "
             "B, the kernel shares the CPU between them; board: both attached to one board "
             "(WEFT_BOARD), B's vcore cedes the CPU while A has more urgent work ready (A's "
-            "publication also signals B's vcore, which cedes as soon as it next runs). "
+            "publication also signals B's vcore, which cedes as soon as it next runs), and "
+            "while A's level is recent on the board B's vcore thread runs under SCHED_IDLE, "
+            "so that A's vcore gets the CPU the moment its timer wakes it (where the process "
+            "may leave SCHED_IDLE again; as root here). "
             "b_units_per_s: B's work while A ran (it must go on while A sleeps). "
             f"{BOARD_SECONDS[size]} s of probes a run.",
             "The driver pins the process (A and B, its child) to CPU 0 (`taskset -c 0`); "

@@ -11,6 +11,11 @@
  * (zero-filled by the kernel: every slot free) and then stores the magic;
  * others wait for it.
  *
+ * Beside each word, the slot's recent peak on that CPU (peak[cpu][slot]):
+ * the most urgent level it published there and when (CLOCK_MONOTONIC
+ * milliseconds << 8 | level + 33, 0 for none), kept until a more urgent one
+ * or WEFT_BOARD_RECENT_MS have passed; weft_board_recent() reads it.
+ *
  * When a process's word for a CPU becomes more urgent, it also tells the
  * other processes that have less urgent work ready there: the notification
  * signal (each slot records its number and, per CPU, its vcore's thread)
@@ -39,7 +44,7 @@
 #include "internal.h"
 
 #define BOARD_MAGIC 0x7261626f74666577ull /* "weftboar" */
-#define BOARD_VERSION 2u
+#define BOARD_VERSION 3u
 #define BOARD_CPUS CPU_SETSIZE
 #define LIVENESS_NS 100000000ull          /* a suspect slot's pid is checked this often */
 
@@ -50,6 +55,7 @@ struct board_seg {
     _Atomic int32_t sig[WEFT_BOARD_PROCS]; /* their notification signals */
     _Alignas(64) _Atomic uint64_t word[BOARD_CPUS][WEFT_BOARD_PROCS]; /* [cpu][slot] */
     _Atomic int32_t tid[BOARD_CPUS][WEFT_BOARD_PROCS]; /* the slot's vcore thread on the CPU */
+    _Atomic uint64_t peak[BOARD_CPUS][WEFT_BOARD_PROCS]; /* recent peak (see the top) */
 };
 
 static pthread_mutex_t board_lock = PTHREAD_MUTEX_INITIALIZER; /* attach/detach */
@@ -83,6 +89,8 @@ static void slot_clear(struct board_seg *b, int s)
             atomic_store_explicit(&b->word[c][s], 0, memory_order_relaxed);
         if (atomic_load_explicit(&b->tid[c][s], memory_order_relaxed))
             atomic_store_explicit(&b->tid[c][s], 0, memory_order_relaxed);
+        if (atomic_load_explicit(&b->peak[c][s], memory_order_relaxed))
+            atomic_store_explicit(&b->peak[c][s], 0, memory_order_relaxed);
     }
 }
 
@@ -293,6 +301,13 @@ void weft_board_publish(int vcore, int level)
     if (atomic_load_explicit(&b->tid[c][my_slot], memory_order_relaxed) != tid)
         atomic_store_explicit(&b->tid[c][my_slot], tid, memory_order_relaxed);
     atomic_store_explicit(&b->word[c][my_slot], w, memory_order_relaxed);
+    if (w) { /* the recent peak: this level, unless a more urgent one is recent */
+        uint64_t now_ms = weft__now_ns() / 1000000u;
+        uint64_t pk = atomic_load_explicit(&b->peak[c][my_slot], memory_order_relaxed);
+        if (!pk || (uint64_t)(level + 33) >= (pk & 255) || now_ms - (pk >> 8) > WEFT_BOARD_RECENT_MS)
+            atomic_store_explicit(&b->peak[c][my_slot], now_ms << 8 | (uint64_t)(level + 33),
+                                  memory_order_relaxed);
+    }
     if (w <= old)
         return;
     /* More urgent now: tell the processes with less urgent work ready on
@@ -343,4 +358,29 @@ int weft_board_foreign(int vcore)
         if (atomic_compare_exchange_strong_explicit(&b->pid[top_slot], &p, 0, memory_order_seq_cst, memory_order_seq_cst))
             slot_clear(b, top_slot); /* its process died attached */
     }
+}
+
+int weft_board_recent(int vcore)
+{
+    struct board_seg *b = atomic_load_explicit(&seg, memory_order_acquire);
+    int c = cpu_of(vcore);
+    if (!b || c < 0)
+        return WEFT_BOARD_NONE;
+    uint64_t now_ms = 0;
+    int top = 0; /* level + 33 */
+    for (int s = 0; s < WEFT_BOARD_PROCS; s++) {
+        if (s == my_slot)
+            continue;
+        uint64_t w = atomic_load_explicit(&b->word[c][s], memory_order_relaxed);
+        if (w && 63 - __builtin_clzll(w) + 1 > top) /* ready now */
+            top = 63 - __builtin_clzll(w) + 1;
+        uint64_t pk = atomic_load_explicit(&b->peak[c][s], memory_order_relaxed);
+        if (!pk || (int)(pk & 255) <= top)
+            continue;
+        if (!now_ms)
+            now_ms = weft__now_ns() / 1000000u;
+        if ((int64_t)(now_ms - (pk >> 8)) <= WEFT_BOARD_RECENT_MS) /* written just now: recent */
+            top = (int)(pk & 255);
+    }
+    return top ? top - 33 : WEFT_BOARD_NONE;
 }

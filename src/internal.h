@@ -304,6 +304,9 @@ struct weft__vcore {
                                         the caller here whatever is due; own thread only */
     bool resched;                    /* weft__events_handle saw WEFT__EV_RESCHED (a scheduler's
                                         weft_vcore_preempt); vcore context only */
+    /* weft_vcore_kernel_idle (vcore.c); its own thread only */
+    bool kidle;                      /* its thread runs under SCHED_IDLE */
+    int kidle_policy, kidle_prio;    /* the policy (and priority) it had before */
     /* run-time vcore counts and cedes (vcore.c) */
     _Atomic bool napping;            /* asleep outside the idle list (ceding, or offline):
                                         own vcore writes; wakers read, then signal */

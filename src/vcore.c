@@ -661,6 +661,58 @@ void weft_sched_note_shared(unsigned n)
         weft__stat_add(&vc->st.shared_rmw, n);
 }
 
+/* kidle_ok: whether this process's threads may leave SCHED_IDLE again (an
+ * unprivileged process whose RLIMIT_NICE does not cover its nice value may
+ * not); 1 yes, 0 no, -1 not tried yet. */
+static _Atomic int kidle_ok = -1;
+
+/* kidle_try() is a helper thread: SCHED_IDLE and back; *arg = 1 if both worked. */
+static void *kidle_try(void *arg)
+{
+    struct sched_param old, idle = { 0 };
+    int pol = sched_getscheduler(0);
+    *(int *)arg = pol >= 0 && sched_getparam(0, &old) == 0 &&
+                  sched_setscheduler(0, SCHED_IDLE, &idle) == 0 &&
+                  sched_setscheduler(0, pol, &old) == 0;
+    return NULL;
+}
+
+int weft_vcore_kernel_idle(int on)
+{
+    struct weft__vcore *vc = weft__vc_at_entry();
+    if (!vc)
+        return EPERM;
+    if ((on != 0) == vc->kidle)
+        return 0;
+    int saved = errno, r = 0;
+    if (on) {
+        int ok = atomic_load_explicit(&kidle_ok, memory_order_relaxed);
+        if (ok < 0) {
+            pthread_t th;
+            int res = 0;
+            ok = pthread_create(&th, NULL, kidle_try, &res) == 0 && pthread_join(th, NULL) == 0 &&
+                 res;
+            atomic_store_explicit(&kidle_ok, ok, memory_order_relaxed);
+        }
+        struct sched_param old, idle = { 0 };
+        if (!ok)
+            r = ENOTSUP;
+        else if ((vc->kidle_policy = sched_getscheduler(0)) < 0 || sched_getparam(0, &old) != 0 ||
+                 sched_setscheduler(0, SCHED_IDLE, &idle) != 0)
+            r = errno;
+        else
+            vc->kidle_prio = old.sched_priority;
+    } else {
+        struct sched_param sp = { .sched_priority = vc->kidle_prio };
+        if (sched_setscheduler(0, vc->kidle_policy, &sp) != 0)
+            r = errno;
+    }
+    if (!r)
+        vc->kidle = on != 0;
+    errno = saved;
+    return r;
+}
+
 void weft_vcore_wake(int id)
 {
     if (id < 0 || id >= weft__rt.nvcores)

@@ -10,6 +10,11 @@
  *    process B's CPU-bound uthread (prio -30) makes under a tenth of the
  *    progress it makes in the 300 ms after A's urgent work is gone (B's
  *    vcore cedes the CPU while A has more urgent work ready, and resumes);
+ *  - B's vcore thread runs under SCHED_IDLE while A's urgent level is recent
+ *    on the board (also while A sleeps: A's vcore then gets the CPU the
+ *    moment it wakes), and under its own policy again once A's level is
+ *    older than WEFT_BOARD_RECENT_MS (where the process may leave SCHED_IDLE
+ *    again: else its policy must never change);
  *  - a process that dies attached: its urgent word is seen while it lives
  *    and dropped (weft_board_foreign reads nothing) once it is gone.
  * The other processes are this program again (fork + exec: a fork of a
@@ -30,6 +35,7 @@ struct shared {
     _Atomic long b_count;     /* B's work units */
     _Atomic int stop;         /* B: finish */
     _Atomic int c_ready;      /* the doomed child runs its urgent uthread */
+    _Atomic int b_policy;     /* B's vcore thread's policy, as B's uthread last saw it */
 };
 
 static struct shared *sh;
@@ -89,6 +95,7 @@ static void *b_worker(void *arg)
     uint64_t end = weft_now_ns() + WAIT_BOUND_NS;
     while (!atomic_load(&sh->stop) && weft_now_ns() < end) { /* weft_now_ns: a safe point */
         spin_work(200);
+        atomic_store(&sh->b_policy, sched_getscheduler(0)); /* its vcore's thread */
         atomic_fetch_add(&sh->b_count, 1);
     }
     return NULL;
@@ -147,6 +154,23 @@ static int run_c(void)
     return 1;
 }
 
+/* can_leave_idle(): a thread of this process may go SCHED_IDLE and back
+ * (what weft_vcore_kernel_idle needs); tried on a thread of its own. */
+static void *try_idle(void *arg)
+{
+    struct sched_param p = { 0 };
+    *(int *)arg = sched_setscheduler(0, SCHED_IDLE, &p) == 0 && sched_setscheduler(0, SCHED_OTHER, &p) == 0;
+    return NULL;
+}
+
+static bool can_leave_idle(void)
+{
+    pthread_t th;
+    int ok = 0;
+    CHECK(pthread_create(&th, NULL, try_idle, &ok) == 0 && pthread_join(th, NULL) == 0, "thread");
+    return ok;
+}
+
 static void bad_input(void)
 {
     check_phase("bad input");
@@ -200,20 +224,29 @@ int main(int argc, char **argv)
     map_shared();
 
     check_phase("two processes, one CPU");
+    bool kidle = can_leave_idle();
     pid_t b = spawn_role("b");
     pin_to_cpu();
     start();
     WAIT_UNTIL(atomic_load(&sh->b_count) > 1000, "B runs");
+    CHECK(atomic_load(&sh->b_policy) == SCHED_OTHER, "B's vcore under policy %d before A's urgent work",
+          atomic_load(&sh->b_policy));
     weft_attr_t a = { .prio = 30 };
     weft_t t;
     CHECK_RC(weft_spawn(&t, &a, a_urgent, NULL), 0);
     CHECK_RC(weft_join(t, NULL), 0);
     weft_sleep_ns(MS(300)); /* A idle: nothing urgent on the board */
     long c2 = atomic_load(&sh->b_count);
+    int pol = atomic_load(&sh->b_policy);
+    CHECK(pol == (kidle ? SCHED_IDLE : SCHED_OTHER),
+          "B's vcore under policy %d with A's urgent level recent (SCHED_IDLE %s)", pol,
+          kidle ? "possible" : "not possible here");
+    WAIT_UNTIL(atomic_load(&sh->b_policy) == SCHED_OTHER, "B's vcore back to SCHED_OTHER");
     atomic_store(&sh->stop, 1);
     int st;
     CHECK(waitpid(b, &st, 0) == b && WIFEXITED(st) && WEXITSTATUS(st) == 0, "B failed: %#x", st);
-    printf("board: B's work units: %ld while A had urgent work, %ld after\n", c1 - c0, c2 - c1);
+    printf("board: B's work units: %ld while A had urgent work, %ld after; B under SCHED_IDLE %s\n",
+           c1 - c0, c2 - c1, kidle ? "while A's level was recent" : "never (not possible here)");
     CHECK(c2 - c1 > 0, "B made no progress once A's urgent work was gone");
     CHECK((c1 - c0) * 10 < c2 - c1, "B went on while A had more urgent work: %ld vs %ld after",
           c1 - c0, c2 - c1);

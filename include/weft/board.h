@@ -13,9 +13,18 @@
  * has ready on the same CPU: its vcore sleeps in the kernel for a while
  * (weft_vcore_cede), so the kernel runs the other process's vcore, and looks
  * again when its own work gets more urgent or after a period (the
- * preemption period, or 1 ms). The kernel's scheduler still decides between
- * the processes otherwise; the board only makes the less urgent one step
- * aside. WEFT_BOARD=<name> attaches at weft_init (a failure is reported on
+ * preemption period, or 1 ms). A ceding vcore can only step aside once it
+ * runs, and a vcore that wakes with urgent work (from a timer, say) would
+ * wait for the running one's kernel time slice to end (milliseconds) before
+ * it can publish: so each process also keeps, per CPU, the most urgent level
+ * it published in the last WEFT_BOARD_RECENT_MS, ready now or not, and a
+ * vcore that runs anything less urgent than another process's recent level
+ * on its CPU runs its kernel thread under SCHED_IDLE (weft_vcore_kernel_idle
+ * in <weft/sched.h>): the kernel then gives the CPU to the other process's
+ * vcore the moment it wakes, and to this one whatever is left (also to any
+ * other thread of the system while it lasts). The kernel's scheduler still
+ * decides between the processes otherwise. WEFT_BOARD=<name> attaches at
+ * weft_init (a failure is reported on
  * stderr and the runtime runs without the board).
  *
  * A process that dies attached leaves its words behind: readers check the
@@ -38,6 +47,7 @@ extern "C" {
 #define WEFT_BOARD_NAME_MAX 32   /* bytes of a board name, without the NUL */
 #define WEFT_BOARD_PROCS 16      /* processes attached to one board at most */
 #define WEFT_BOARD_NONE (-64)    /* "no level": weft_board_foreign() found nothing */
+#define WEFT_BOARD_RECENT_MS 1000 /* how long a published level counts as recent */
 
 /* weft_board_attach() attaches the process to the board called name (made
  * if it does not exist; letters, digits, '-', '_' and '.', at most
@@ -70,6 +80,12 @@ void weft_board_publish(int vcore, int level);
  * process has ready on the CPU vcore runs on, or WEFT_BOARD_NONE (also when
  * not attached). A few loads; any context. */
 int weft_board_foreign(int vcore);
+
+/* weft_board_recent() returns the most urgent level another attached
+ * process has ready on the CPU vcore runs on or published there in the last
+ * WEFT_BOARD_RECENT_MS milliseconds (ready now or not), or WEFT_BOARD_NONE
+ * (also when not attached). A few loads and a clock read; any context. */
+int weft_board_recent(int vcore);
 
 #ifdef __cplusplus
 }

@@ -307,6 +307,18 @@ void weft_vcore_preempt(int id);
  * before calling, and look at its queues again after. Vcore context only. */
 int weft_vcore_cede(uint64_t deadline_ns);
 
+/* weft_vcore_kernel_idle() runs the calling vcore's kernel thread under the
+ * kernel's SCHED_IDLE policy (on nonzero: any other thread that becomes
+ * runnable on its CPU gets the CPU at once, this one only what is left) or
+ * back under the policy it had (0). For a scheduler that knows of more
+ * urgent work in other processes on its CPU (<weft/board.h>). Returns 0
+ * (also when already so), ENOTSUP if this process could not leave SCHED_IDLE
+ * again (an unprivileged one whose RLIMIT_NICE does not allow it: tried once
+ * on a helper thread; the policy is then left alone), EPERM outside a vcore's
+ * thread, or sched_setscheduler's error. Vcore context or a scheduler op of
+ * the calling vcore; never from a signal handler. */
+int weft_vcore_kernel_idle(int on);
+
 /* weft_vcore_wake() wakes vcore id if it is parked, even when others spin:
  * for work only that vcore may run (a WEFT_PINNED uthread). Any context. */
 void weft_vcore_wake(int id);

@@ -85,7 +85,13 @@
  * it when it idles. sched_entry gives the CPU away (weft_vcore_cede, one
  * preemption period or 1 ms at a time) rather than run a uthread less
  * urgent than what another process has ready on the same CPU; a wake-up of
- * more urgent work here pokes the ceding vcore.
+ * more urgent work here pokes the ceding vcore. And at each such decision
+ * (kernel_yield) a vcore about to run a uthread less urgent than what
+ * another process published on its CPU recently, ready now or asleep
+ * (weft_board_recent), runs its thread under the kernel's idle policy, so
+ * that the other process's vcore gets the CPU the moment it wakes rather
+ * than at the end of our kernel time slice; it leaves that policy at the
+ * first decision that finds nothing more urgent elsewhere, or on detach.
  *
  * Run-time vcore counts (vcore_up/vcore_down): a vcore going down hands
  * next, its levels and its inbox to online vcores; pushes check `online`
@@ -144,6 +150,7 @@ struct pq {
     bool board;                      /* the process is attached to a board */
     bool slow;                       /* board || ovf: take_local's fast path is off */
     int published;                   /* the level last published to it, or NONE */
+    bool kidle;                      /* its thread runs under SCHED_IDLE (kernel_yield) */
     int poke_victim;                 /* as a thief: the vcore whose stuck next we watch */
     unsigned watch_tick, poke_looks; /* steal rounds; looks that found it stuck */
     uint64_t poke_decisions;         /* its decision count when we began watching */
@@ -652,6 +659,19 @@ static void publish(struct pq *q, int me, int level)
     weft_board_publish(me, level == NONE ? WEFT_BOARD_NONE : level + WEFT_PRIO_MIN);
 }
 
+/* kernel_yield() is a decision with the board to run a uthread at level lt
+ * (NONE: the board is gone): the kernel's idle policy while another process
+ * published something more urgent on this CPU recently (see the top of this
+ * file). Where the process may not leave that policy again, nothing
+ * changes. */
+static void kernel_yield(struct pq *q, int me, int lt)
+{
+    int r = lt == NONE ? WEFT_BOARD_NONE : weft_board_recent(me);
+    bool want = r != WEFT_BOARD_NONE && r - WEFT_PRIO_MIN > lt;
+    if (want != q->kidle && weft_vcore_kernel_idle(want) == 0)
+        q->kidle = want;
+}
+
 /* take_local_slow() is take_local for everything but the fast path below:
  * pick() with a yielder's level as the floor, and the board. */
 static __attribute__((noinline)) struct weft_uthread *take_local_slow(struct pq *q, int me)
@@ -667,6 +687,7 @@ static __attribute__((noinline)) struct weft_uthread *take_local_slow(struct pq 
             return NULL; /* sched_entry cedes */
         }
         publish(q, me, demand(q, level_of(t)));
+        kernel_yield(q, me, level_of(t));
     }
     return t;
 }
@@ -921,6 +942,7 @@ static void sched_entry_prio(void)
                 continue;
             }
             publish(q, me, demand(q, lt));
+            kernel_yield(q, me, lt);
         }
         flags_set(t, F_RAN);
         weft_run_uthread(t);
@@ -1104,8 +1126,11 @@ static void poked_prio(void)
     int me = weft_vcore_id();
     struct pq *q = &pqs[me];
     q->board = weft_board_attached();
-    if (!q->board)
+    if (!q->board) {
         q->published = NONE;
+        if (q->kidle)
+            kernel_yield(q, me, NONE); /* detached: back to the kernel's usual policy */
+    }
     set_mode(q); /* and slow */
     struct weft_uthread *t = atomic_load_explicit(&q->next, memory_order_relaxed);
     if (t) {
@@ -1290,6 +1315,7 @@ static int init_prio(int nvcores)
         q->board = false;
         q->slow = false;
         q->published = NONE;
+        q->kidle = false;
         q->poke_victim = -1;
         q->watch_tick = q->poke_looks = 0;
         q->poke_decisions = 0;
