@@ -1332,14 +1332,21 @@ out:
  * goes on in the child as a plain kernel thread on its own stack: weft_self()
  * is NULL, blocking calls block the thread, the weft mutexes it held are
  * still its own, and returning from its function (or weft_exit) ends the
- * process with status 0, as the last thread's exit does. Only stores and
- * close/munmap here: the child may be about to exec. */
+ * process with status 0, as the last thread's exit does. Only stores,
+ * close/munmap and the calling thread's policy here: the child may be about
+ * to exec. */
 static struct weft__vcore *volatile forked_vcores; /* the parent's, kept reachable (leak checkers) */
 
 static void atfork_child(void)
 {
     struct weft__runtime *rt = &weft__rt;
     struct weft__vcore *vc = weft__tls_vc;
+    if (vc && vc->kidle) { /* the child's only thread: not under SCHED_IDLE for a board */
+        int saved = errno;
+        struct sched_param sp = { .sched_priority = vc->kidle_prio };
+        sched_setscheduler(0, vc->kidle_policy, &sp);
+        errno = saved;
+    }
     weft__uthread_forked(vc ? vc->current : NULL);
     weft__tls_vc = NULL;
     weft__sys.pthread_mutex_init(&init_lock, NULL);

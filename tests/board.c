@@ -14,7 +14,8 @@
  *    on the board (also while A sleeps: A's vcore then gets the CPU the
  *    moment it wakes), and under its own policy again once A's level is
  *    older than WEFT_BOARD_RECENT_MS (where the process may leave SCHED_IDLE
- *    again: else its policy must never change);
+ *    again: else its policy must never change), and a fork() from B while
+ *    so gives a child under SCHED_OTHER;
  *  - a process that dies attached: its urgent word is seen while it lives
  *    and dropped (weft_board_foreign reads nothing) once it is gone.
  * The other processes are this program again (fork + exec: a fork of a
@@ -36,6 +37,7 @@ struct shared {
     _Atomic int stop;         /* B: finish */
     _Atomic int c_ready;      /* the doomed child runs its urgent uthread */
     _Atomic int b_policy;     /* B's vcore thread's policy, as B's uthread last saw it */
+    _Atomic int b_fork;       /* B forked under SCHED_IDLE: 1 the child was not, 2 it was */
 };
 
 static struct shared *sh;
@@ -95,7 +97,16 @@ static void *b_worker(void *arg)
     uint64_t end = weft_now_ns() + WAIT_BOUND_NS;
     while (!atomic_load(&sh->stop) && weft_now_ns() < end) { /* weft_now_ns: a safe point */
         spin_work(200);
-        atomic_store(&sh->b_policy, sched_getscheduler(0)); /* its vcore's thread */
+        int pol = sched_getscheduler(0); /* its vcore's thread */
+        atomic_store(&sh->b_policy, pol);
+        if (pol == SCHED_IDLE && !atomic_load(&sh->b_fork)) {
+            pid_t p = fork();
+            if (p == 0)
+                _exit(sched_getscheduler(0) == SCHED_OTHER ? 0 : 1);
+            int st = 0;
+            CHECK(p > 0 && waitpid(p, &st, 0) == p && WIFEXITED(st), "B's fork");
+            atomic_store(&sh->b_fork, WEXITSTATUS(st) == 0 ? 1 : 2);
+        }
         atomic_fetch_add(&sh->b_count, 1);
     }
     return NULL;
@@ -241,6 +252,8 @@ int main(int argc, char **argv)
     CHECK(pol == (kidle ? SCHED_IDLE : SCHED_OTHER),
           "B's vcore under policy %d with A's urgent level recent (SCHED_IDLE %s)", pol,
           kidle ? "possible" : "not possible here");
+    CHECK(atomic_load(&sh->b_fork) == (kidle ? 1 : 0), "B's fork under SCHED_IDLE: %d",
+          atomic_load(&sh->b_fork));
     WAIT_UNTIL(atomic_load(&sh->b_policy) == SCHED_OTHER, "B's vcore back to SCHED_OTHER");
     atomic_store(&sh->stop, 1);
     int st;
