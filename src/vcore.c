@@ -677,6 +677,14 @@ static void *kidle_try(void *arg)
     return NULL;
 }
 
+/* kidle_leave() puts vc's thread (the caller) back under the policy it had
+ * before weft_vcore_kernel_idle(1); 0 or errno. */
+static int kidle_leave(struct weft__vcore *vc)
+{
+    struct sched_param sp = { .sched_priority = vc->kidle_prio };
+    return sched_setscheduler(0, vc->kidle_policy, &sp) == 0 ? 0 : errno;
+}
+
 int weft_vcore_kernel_idle(int on)
 {
     struct weft__vcore *vc = weft__vc_at_entry();
@@ -703,9 +711,7 @@ int weft_vcore_kernel_idle(int on)
         else
             vc->kidle_prio = old.sched_priority;
     } else {
-        struct sched_param sp = { .sched_priority = vc->kidle_prio };
-        if (sched_setscheduler(0, vc->kidle_policy, &sp) != 0)
-            r = errno;
+        r = kidle_leave(vc);
     }
     if (!r)
         vc->kidle = on != 0;
@@ -1343,8 +1349,7 @@ static void atfork_child(void)
     struct weft__vcore *vc = weft__tls_vc;
     if (vc && vc->kidle) { /* the child's only thread: not under SCHED_IDLE for a board */
         int saved = errno;
-        struct sched_param sp = { .sched_priority = vc->kidle_prio };
-        sched_setscheduler(0, vc->kidle_policy, &sp);
+        kidle_leave(vc);
         errno = saved;
     }
     weft__uthread_forked(vc ? vc->current : NULL);

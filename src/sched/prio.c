@@ -150,7 +150,6 @@ struct pq {
     bool board;                      /* the process is attached to a board */
     bool slow;                       /* board || ovf: take_local's fast path is off */
     int published;                   /* the level last published to it, or NONE */
-    bool kidle;                      /* its thread runs under SCHED_IDLE (kernel_yield) */
     int poke_victim;                 /* as a thief: the vcore whose stuck next we watch */
     unsigned watch_tick, poke_looks; /* steal rounds; looks that found it stuck */
     uint64_t poke_decisions;         /* its decision count when we began watching */
@@ -659,17 +658,15 @@ static void publish(struct pq *q, int me, int level)
     weft_board_publish(me, level == NONE ? WEFT_BOARD_NONE : level + WEFT_PRIO_MIN);
 }
 
-/* kernel_yield() is a decision with the board to run a uthread at level lt
- * (NONE: the board is gone): the kernel's idle policy while another process
- * published something more urgent on this CPU recently (see the top of this
- * file). Where the process may not leave that policy again, nothing
- * changes. */
-static void kernel_yield(struct pq *q, int me, int lt)
+/* kernel_yield() is a decision with the board to run a uthread at level lt:
+ * the kernel's idle policy while another process published something more
+ * urgent on this CPU recently (see the top of this file). The vcore knows
+ * which policy it has (a no-op if unchanged); where the process may not
+ * leave the idle policy again, nothing changes. */
+static void kernel_yield(int me, int lt)
 {
-    int r = lt == NONE ? WEFT_BOARD_NONE : weft_board_recent(me);
-    bool want = r != WEFT_BOARD_NONE && r - WEFT_PRIO_MIN > lt;
-    if (want != q->kidle && weft_vcore_kernel_idle(want) == 0)
-        q->kidle = want;
+    int r = weft_board_recent(me);
+    weft_vcore_kernel_idle(r != WEFT_BOARD_NONE && r - WEFT_PRIO_MIN > lt);
 }
 
 /* take_local_slow() is take_local for everything but the fast path below:
@@ -687,7 +684,7 @@ static __attribute__((noinline)) struct weft_uthread *take_local_slow(struct pq 
             return NULL; /* sched_entry cedes */
         }
         publish(q, me, demand(q, level_of(t)));
-        kernel_yield(q, me, level_of(t));
+        kernel_yield(me, level_of(t));
     }
     return t;
 }
@@ -942,7 +939,7 @@ static void sched_entry_prio(void)
                 continue;
             }
             publish(q, me, demand(q, lt));
-            kernel_yield(q, me, lt);
+            kernel_yield(me, lt);
         }
         flags_set(t, F_RAN);
         weft_run_uthread(t);
@@ -1128,8 +1125,7 @@ static void poked_prio(void)
     q->board = weft_board_attached();
     if (!q->board) {
         q->published = NONE;
-        if (q->kidle)
-            kernel_yield(q, me, NONE); /* detached: back to the kernel's usual policy */
+        weft_vcore_kernel_idle(0); /* detached: back to the thread's own policy */
     }
     set_mode(q); /* and slow */
     struct weft_uthread *t = atomic_load_explicit(&q->next, memory_order_relaxed);
@@ -1315,7 +1311,6 @@ static int init_prio(int nvcores)
         q->board = false;
         q->slow = false;
         q->published = NONE;
-        q->kidle = false;
         q->poke_victim = -1;
         q->watch_tick = q->poke_looks = 0;
         q->poke_decisions = 0;
