@@ -222,6 +222,10 @@ static void check_locality(void)
         weft_t s = spawn_ex(sleeper, NULL, WEFT_ON_VCORE, 1, "sleeper");
         join(b);
         CHECK(atomic_load(&sleeper_parked), "the sleeper did not park while vcore 0 was busy");
+        /* sleeper_parked is set just before the park: the waker must come
+         * once it has parked (vcore 1 then runs nothing), or the sleeper
+         * sees woken_on change and goes on where it is, never woken */
+        WAIT_UNTIL(!weft_vcore_busy(1), "vcore 1 idle: the sleeper parked");
         CHECK(atomic_load(&parked_on) == 1, "round %d: the sleeper placed on vcore 1 ran on %d",
               round, atomic_load(&parked_on));
         struct weft_vcore_stats before, after;
