@@ -500,14 +500,30 @@ static weft_alarm_t slow;
 static atomic_int slow_in, slow_out;
 static atomic_long neighbour_steps;
 static atomic_int neighbour_stop;
+/* With slow_hold set, the callback does not return until the stopper has
+ * begun its stop and the neighbour has run SLOW_HOLD_STEPS times since (or
+ * SLOW_HOLD_MAX_NS passed): a stopper that spins on the neighbour's vcore
+ * keeps it from ever returning early, and a slow machine (qemu) cannot let
+ * the callback finish before the stop is called.  Without it, 20 ms. */
+static atomic_int slow_hold, stop_began;
+static atomic_long stop_base;
+#define SLOW_HOLD_STEPS 100
+#define SLOW_HOLD_MAX_NS (10 * 1000000000ull)
 
 static void slow_cb(weft_alarm_t *a)
 {
     (void)a;
     atomic_store(&slow_in, 1);
-    uint64_t until = weft_now_ns() + 20 * 1000000ull;
-    while (weft_now_ns() < until)
-        ;
+    uint64_t t0 = weft_now_ns();
+    if (atomic_load(&slow_hold)) {
+        while (weft_now_ns() - t0 < SLOW_HOLD_MAX_NS &&
+               !(atomic_load(&stop_began) &&
+                 atomic_load(&neighbour_steps) - atomic_load(&stop_base) >= SLOW_HOLD_STEPS))
+            ;
+    } else {
+        while (weft_now_ns() - t0 < 20 * 1000000ull)
+            ;
+    }
     atomic_store(&slow_out, 1);
 }
 
@@ -539,6 +555,8 @@ static void *stop_slow(void *arg)
         if (weft_self())
             weft_yield();
     long before = atomic_load(&neighbour_steps);
+    atomic_store(&stop_base, before);
+    atomic_store(&stop_began, 1);
     bool stopped = weft_alarm_stop(&slow);
     long during = atomic_load(&neighbour_steps) - before;
     CHECK(!stopped, "stop returned true for an alarm whose callback ran");
@@ -553,16 +571,20 @@ static void uthread_waits_for_callback(void)
     atomic_store(&slow_out, 0);
     atomic_store(&neighbour_stop, 0);
     atomic_store(&neighbour_steps, 0);
+    atomic_store(&stop_began, 0);
+    atomic_store(&slow_hold, 1);
     join(spawn_ex(slow_starter, NULL, WEFT_PINNED, 1, "starter"));
     weft_t n = spawn_ex(neighbour, NULL, WEFT_PINNED, 0, "neighbour");
     weft_t s = spawn_ex(stop_slow, NULL, WEFT_PINNED, 0, "stopper");
     long during = (long)join(s);
     atomic_store(&neighbour_stop, 1);
     join(n);
-    CHECK(during > 0, "the stopper's vcore ran nothing else while it waited 20 ms (it spun)");
+    CHECK(during >= SLOW_HOLD_STEPS,
+          "the stopper's vcore ran the neighbour %ld times while it waited (it spun)", during);
     fprintf(stderr, "  neighbour ran %ld times while the stopper waited\n", during);
 
     check_phase("an outside thread stops a running callback");
+    atomic_store(&slow_hold, 0);
     atomic_store(&slow_in, 0);
     atomic_store(&slow_out, 0);
     join(spawn_ex(slow_starter, NULL, WEFT_PINNED, 1, "starter"));
