@@ -130,16 +130,21 @@
 #define P_RESORT 0x2u        /* a queued uthread's priority changed: re-sort */
 #define P_MODE   0x4u        /* the online count changed: check `locking` */
 
-struct level {
-    struct weft_uthread **v;         /* ring of slots, mask + 1 of them (or NULL) */
+struct level {                       /* 32 bytes: an index is a shift */
+    struct weft_uthread **v;         /* ring of slots, mask + 1 of them (or NULL, mask 0) */
     uint32_t head, tail;             /* slots head..tail-1 are in use (counters) */
     uint32_t mask;
     uint32_t live;                   /* uthreads in them (the others were taken out) */
     uint32_t pinned;                 /* WEFT_PINNED ones among them (a uthread's flag
                                         changes only while it is not queued), so that
                                         a thief need not read every uthread it takes */
-    struct weft_uthread *seen;       /* aging: the first one at the last look */
-    uint64_t seen_at;                /* ... and when it was first seen there */
+};
+
+_Static_assert(sizeof(struct level) == 32, "struct level: 32 bytes");
+
+struct seen {                        /* aging, per level (the owner's) */
+    struct weft_uthread *t;          /* the first one queued at the last look */
+    uint64_t at;                     /* ... and when it was first seen there */
 };
 
 struct pq {
@@ -162,6 +167,7 @@ struct pq {
     bool locking;                    /* the owner's mode: written under lock by the owner */
     bool online;                     /* vcore_up/down; written under lock and inbox_lock */
     struct level lv[NLEVELS];
+    struct seen seen[NLEVELS];       /* aging's (age(), the owner's) */
     struct weft_ulist ovf;           /* could not be queued for want of memory (lv_overflow) */
     /* Read and written by others. */
     _Alignas(64) _Atomic int cur;    /* level of the uthread it runs, or NONE; the owner
@@ -245,9 +251,11 @@ static inline bool preempting(void)
  * list instead, run after everything else: nothing is lost. */
 #define RING_MIN 64u
 
-static bool lv_room(struct level *lv)
+/* lv_room(): a slot is free. One slot always stays empty, so that a level
+ * without a ring (v NULL, mask 0) has none without a test of its own. */
+static inline bool lv_room(struct level *lv)
 {
-    return lv->v && lv->tail - lv->head <= lv->mask;
+    return lv->tail - lv->head < lv->mask;
 }
 
 /* lv_rebuild() gives level lv room for one more: false if out of memory. */
@@ -302,17 +310,19 @@ static inline __attribute__((always_inline)) void lv_push_back(struct pq *q, int
                                                                unsigned keep)
 {
     struct level *lv = &q->lv[l];
-    if (__builtin_expect(!lv_room(lv), 0)) {
+    uint32_t i = lv->tail, m = lv->mask, live = lv->live;
+    if (__builtin_expect(i - lv->head >= m, 0)) { /* !lv_room(lv) */
         lv_push_back_slow(q, v, t, l, keep); /* a tail call */
         return;
     }
-    uint32_t i = lv->tail++;
-    lv->v[i & lv->mask] = t;
+    lv->tail = i + 1;
+    lv->live = live + 1;
+    lv->v[i & m] = t;
     L(t)->data = (void *)(uintptr_t)i;
     flags_set(t, F_RAN | keep | F_AT(v, l)); /* F_RAN: only a blocked one's matters */
     if (is_pinned(t))
         lv->pinned++;
-    if (lv->live++ == 0)
+    if (live == 0)
         lv_bit(q, l, true);
 }
 
@@ -345,9 +355,8 @@ static void lv_push_front(struct pq *q, int v, struct weft_uthread *t, int l)
 
 /* lv_took() counts n uthreads taken out of level l of q; a level left
  * empty starts afresh at its tail and loses its bit. True if it emptied. */
-static inline bool lv_took(struct pq *q, int l, uint32_t n)
+static inline bool lv_took(struct pq *q, struct level *lv, int l, uint32_t n)
 {
-    struct level *lv = &q->lv[l];
     lv->live -= n;
     if (lv->live != 0)
         return false;
@@ -363,7 +372,7 @@ static void lv_unlink(struct pq *q, struct weft_uthread *t, int l)
     lv->v[(uint32_t)(uintptr_t)L(t)->data & lv->mask] = NULL;
     if (is_pinned(t))
         lv->pinned--;
-    lv_took(q, l, 1);
+    lv_took(q, lv, l, 1);
     flags_set(t, F_RAN);
 }
 
@@ -379,13 +388,21 @@ static struct weft_uthread *lv_first(struct level *lv)
 static inline struct weft_uthread *lv_pop(struct pq *q, int l)
 {
     struct level *lv = &q->lv[l];
-    struct weft_uthread *t;
-    while (!(t = lv->v[lv->head++ & lv->mask])) /* slots taken out from the middle */
+    struct weft_uthread **v = lv->v, *t;
+    uint32_t h = lv->head, m = lv->mask;
+    while (!(t = v[h++ & m])) /* slots taken out from the middle */
         ;
+    uint32_t live = lv->live - 1;
+    lv->head = h;
+    lv->live = live;
     if (is_pinned(t))
         lv->pinned--;
-    if (!lv_took(q, l, 1))
-        __builtin_prefetch(lv->v[lv->head & lv->mask], 1); /* the next one's first line */
+    if (live) {
+        __builtin_prefetch(v[h & m], 1); /* the next one's first line */
+    } else {
+        lv->head = lv->tail; /* as lv_took() */
+        lv_bit(q, l, false);
+    }
     flags_set(t, F_RAN);
     return t;
 }
@@ -548,22 +565,23 @@ static void age(struct pq *q, int me)
         top = cur;
     for (int l = 0; l < top; l++) {
         struct level *lv = &q->lv[l];
+        struct seen *s = &q->seen[l];
         struct weft_uthread *t = lv->live ? lv_first(lv) : NULL;
         if (!t) {
-            lv->seen = NULL;
+            s->t = NULL;
             continue;
         }
-        if (lv->seen != t) {
-            lv->seen = t;
-            lv->seen_at = now;
+        if (s->t != t) {
+            s->t = t;
+            s->at = now;
             continue;
         }
-        if (now - lv->seen_at < aging_ns)
+        if (now - s->at < aging_ns)
             continue;
         lv_unlink(q, t, l);
         lv_push_back(q, me, t, top, F_AGED);
         flags_set(t, flags_of(t) | F_AGED);
-        lv->seen = NULL;
+        s->t = NULL;
     }
     own_unlock(q);
 }
@@ -768,7 +786,7 @@ static struct weft_uthread *grab(struct pq *q, int me, int v, int l)
             if (i == lv->head)
                 lv->head++; /* the front: later pops need not skip it */
         }
-        lv_took(vq, l, n);
+        lv_took(vq, lv, l, n);
     }
     qunlock(&vq->lock);
     weft_sched_note_shared(1);
@@ -1318,8 +1336,10 @@ static int init_prio(int nvcores)
         q->locking = false;
         q->online = false;
         atomic_init(&q->bits, 0);
-        for (int l = 0; l < NLEVELS; l++)
-            q->lv[l] = (struct level){ .v = NULL, .seen = NULL };
+        for (int l = 0; l < NLEVELS; l++) {
+            q->lv[l] = (struct level){ .v = NULL, .mask = 0 };
+            q->seen[l] = (struct seen){ NULL, 0 };
+        }
         q->ovf = (struct weft_ulist){ NULL, NULL };
         atomic_init(&q->cur, NONE);
         atomic_init(&q->ceding, false);
