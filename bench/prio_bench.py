@@ -20,7 +20,11 @@ What it does:
     probe connections in C classes (C = 8 and 4; connection i in class
     i % C), each sending one request every 50 ms for the run's seconds
     after 0.5 s of warm-up, and timing it from the send to the response's
-    last byte. weft servers: GET /class/<c>/compute/100 (100 000 rounds of a
+    last byte. The connections go in 64/C groups of one per class, the
+    groups' sends spread evenly over the 50 ms, a group's requests sent
+    least urgent class first: in every group each class competes with
+    every other, and a server that serves in arrival order serves the most
+    urgent last. weft servers: GET /class/<c>/compute/100 (100 000 rounds of a
     mixing function, about half a millisecond here; the client checks the
     result); nginx: GET /class/<c>/p.txt. Load "full": 4 more connections
     requesting back to back at the least urgent class, /class/7/compute/1000

@@ -8,8 +8,12 @@
  *
  * Probe connections: conns keep-alive connections, connection i in class
  * i % classes; each sends GET <FMT with %d = its class> once every period
- * (connection i's first at i/conns of a period) and times the response
- * from the send to its last byte. A response still out when the next send
+ * and times the response from the send to its last byte. The connections
+ * go in groups of one per class (i / classes), the groups' sends evenly
+ * over the period (group g's at g/groups of it): in every group each class
+ * meets every other, so the server's order among classes decides who
+ * waits; a group's requests are sent least urgent class first (a server
+ * that serves in arrival order serves the most urgent last). A response still out when the next send
  * is due delays that send (counted as late); its latency still counts from
  * its own send. Bulk connections (background load): N connections that send
  * GET <PATH> back to back, each as soon as the previous response is in.
@@ -273,12 +277,21 @@ int main(int argc, char **argv)
     }
     for (int k = 0; k < classes; k++)
         lat[k] = malloc(sizeof(double) * MAXSAMPLES);
+    /* order: the probe connections group by group, each group's least urgent
+     * class first (a higher class number is less urgent); then the bulk ones. */
+    int ngroups = (nprobe + classes - 1) / classes, *order = malloc(sizeof(int) * (size_t)nconn), no = 0;
+    for (int g = 0; g < ngroups; g++)
+        for (int k = classes - 1; k >= 0; k--)
+            if (g * classes + k < nprobe)
+                order[no++] = g * classes + k;
+    for (int i = nprobe; i < nconn; i++)
+        order[no++] = i;
     uint64_t start = now_ns(), keep_from = start + (uint64_t)warmup_ms * 1000000u;
     uint64_t stop = keep_from + (uint64_t)seconds * 1000000000u;
     for (int i = 0; i < nconn; i++) {
         struct conn *c = &conns[i];
         if (c->cls >= 0)
-            c->due = start + period * (uint64_t)i / (uint64_t)nprobe;
+            c->due = start + period * (uint64_t)(i / classes) / (uint64_t)ngroups;
         else
             send_request(c, start);
     }
@@ -288,8 +301,8 @@ int main(int argc, char **argv)
         bool sending = now < stop;
         uint64_t next = UINT64_MAX;
         int out = 0;
-        for (int i = 0; i < nconn; i++) {
-            struct conn *c = &conns[i];
+        for (int j = 0; j < nconn; j++) {
+            struct conn *c = &conns[order[j]];
             out += c->busy;
             if (c->cls < 0 || c->busy || !sending)
                 continue;
