@@ -138,6 +138,7 @@ struct level {                       /* 32 bytes: an index is a shift */
     uint32_t pinned;                 /* WEFT_PINNED ones among them (a uthread's flag
                                         changes only while it is not queued), so that
                                         a thief need not read every uthread it takes */
+    uint32_t tag;                    /* F_RAN | F_AT(its vcore, its level): fixed */
 };
 
 _Static_assert(sizeof(struct level) == 32, "struct level: 32 bytes");
@@ -299,44 +300,43 @@ static __attribute__((noinline)) void lv_overflow(struct pq *q, struct weft_uthr
     weft_ulist_push(&q->ovf, t);
 }
 
-static void lv_push_back_slow(struct pq *q, int v, struct weft_uthread *t, int l,
-                              unsigned keep);
+static void lv_push_back_slow(struct pq *q, struct weft_uthread *t, int l, unsigned keep);
 
-/* lv_push_back() queues t at the back of level l of vcore v's queues q:
+/* lv_push_back() queues t at the back of level l of queues q:
  * inline without a stack frame (the callback of a hand-off runs it on the
  * next uthread's stack, where every new line is a cache miss). */
-static inline __attribute__((always_inline)) void lv_push_back(struct pq *q, int v,
+static inline __attribute__((always_inline)) void lv_push_back(struct pq *q,
                                                                struct weft_uthread *t, int l,
                                                                unsigned keep)
 {
     struct level *lv = &q->lv[l];
+    __asm__("" : "+r"(lv)); /* one base register for every field (gcc made two) */
     uint32_t i = lv->tail, m = lv->mask, live = lv->live;
     if (__builtin_expect(i - lv->head >= m, 0)) { /* !lv_room(lv) */
-        lv_push_back_slow(q, v, t, l, keep); /* a tail call */
+        lv_push_back_slow(q, t, l, keep); /* a tail call */
         return;
     }
     lv->tail = i + 1;
     lv->live = live + 1;
     lv->v[i & m] = t;
     L(t)->data = (void *)(uintptr_t)i;
-    flags_set(t, F_RAN | keep | F_AT(v, l)); /* F_RAN: only a blocked one's matters */
+    flags_set(t, lv->tag | keep); /* F_RAN: only a blocked one's matters */
     if (is_pinned(t))
         lv->pinned++;
     if (live == 0)
         lv_bit(q, l, true);
 }
 
-static __attribute__((noinline)) void lv_push_back_slow(struct pq *q, int v,
-                                                        struct weft_uthread *t, int l,
-                                                        unsigned keep)
+static __attribute__((noinline)) void lv_push_back_slow(struct pq *q, struct weft_uthread *t,
+                                                        int l, unsigned keep)
 {
     if (lv_rebuild(&q->lv[l]))
-        lv_push_back(q, v, t, l, keep);
+        lv_push_back(q, t, l, keep);
     else
         lv_overflow(q, t);
 }
 
-static void lv_push_front(struct pq *q, int v, struct weft_uthread *t, int l)
+static void lv_push_front(struct pq *q, struct weft_uthread *t, int l)
 {
     struct level *lv = &q->lv[l];
     if (!lv_room(lv) && !lv_rebuild(lv)) {
@@ -346,7 +346,7 @@ static void lv_push_front(struct pq *q, int v, struct weft_uthread *t, int l)
     uint32_t i = --lv->head;
     lv->v[i & lv->mask] = t;
     L(t)->data = (void *)(uintptr_t)i;
-    flags_set(t, F_RAN | F_AT(v, l));
+    flags_set(t, lv->tag);
     if (is_pinned(t))
         lv->pinned++;
     if (lv->live++ == 0)
@@ -474,7 +474,7 @@ static bool remote_lock(struct pq *q)
 static inline __attribute__((always_inline)) void queue_own(struct pq *q, int me, struct weft_uthread *t)
 {
     own_lock(q);
-    lv_push_back(q, me, t, level_of(t), 0);
+    lv_push_back(q, t, level_of(t), 0);
     own_unlock(q);
 }
 
@@ -533,7 +533,7 @@ static void resort(struct pq *q, int me)
     }
     for (struct weft_uthread *t = moved.head, *n; t; t = n) {
         n = L(t)->next;
-        lv_push_back(q, me, t, level_of(t), 0);
+        lv_push_back(q, t, level_of(t), 0);
     }
     own_unlock(q);
 }
@@ -549,7 +549,7 @@ static void inbox_drain(struct pq *q, int me)
     own_lock(q);
     for (struct weft_uthread *n; t; t = n) {
         n = L(t)->next;
-        lv_push_back(q, me, t, level_of(t), 0);
+        lv_push_back(q, t, level_of(t), 0);
     }
     own_unlock(q);
 }
@@ -579,7 +579,7 @@ static void age(struct pq *q, int me)
         if (now - s->at < aging_ns)
             continue;
         lv_unlink(q, t, l);
-        lv_push_back(q, me, t, top, F_AGED);
+        lv_push_back(q, t, top, F_AGED);
         flags_set(t, flags_of(t) | F_AGED);
         s->t = NULL;
     }
@@ -637,9 +637,9 @@ static struct weft_uthread *pick(struct pq *q, int me, int floor)
         atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
         own_lock(q);
         if (above == 1)
-            lv_push_back(q, me, n, ln, 0);
+            lv_push_back(q, n, ln, 0);
         else
-            lv_push_front(q, me, n, ln);
+            lv_push_front(q, n, ln);
         own_unlock(q);
     }
     q->chain = 0;
@@ -697,7 +697,7 @@ static __attribute__((noinline)) struct weft_uthread *take_local_slow(struct pq 
         int f = weft_board_foreign(me) - WEFT_PRIO_MIN;
         if (f > level_of(t)) { /* another process has more urgent work here: cede */
             own_lock(q);
-            lv_push_front(q, me, t, level_of(t));
+            lv_push_front(q, t, level_of(t));
             own_unlock(q);
             return NULL; /* sched_entry cedes */
         }
@@ -802,7 +802,7 @@ static struct weft_uthread *grab(struct pq *q, int me, int v, int l)
                 own_lock(q);
                 locked = true;
             }
-            lv_push_back(q, me, t, level_of(t), 0);
+            lv_push_back(q, t, level_of(t), 0);
         }
     }
     if (locked)
@@ -903,7 +903,7 @@ static struct weft_uthread *steal(struct pq *q, int me, int floor, bool idle)
 static bool cede_for(struct pq *q, int me, struct weft_uthread *t, int foreign)
 {
     own_lock(q);
-    lv_push_front(q, me, t, level_of(t));
+    lv_push_front(q, t, level_of(t));
     own_unlock(q);
     publish(q, me, demand(q, NONE));
     atomic_store_explicit(&q->cur, NONE, memory_order_relaxed);
@@ -933,7 +933,7 @@ static void sched_entry_prio(void)
             if (s) {
                 if (t) {
                     own_lock(q);
-                    lv_push_front(q, me, t, floor);
+                    lv_push_front(q, t, floor);
                     own_unlock(q);
                 }
                 t = s;
@@ -1002,7 +1002,7 @@ static void push_away(int v, struct weft_uthread *t)
     int lt = level_of(t);
     bool placed = is_pinned(t) || !(flags_of(t) & F_RAN);
     if (remote_lock(q)) {
-        lv_push_back(q, v, t, lt, 0);
+        lv_push_back(q, t, lt, 0);
         qunlock(&q->lock);
     } else if (!inbox_push(v, t, is_pinned(t))) {
         /* v went offline meanwhile: vcore 0, which never does. */
@@ -1131,7 +1131,7 @@ static void thread_paused_prio(struct weft_uthread *t)
         paused_locking(q, me, t); /* with a kick: others may take it */
         return;
     }
-    lv_push_back(q, me, t, level_of(t), 0);
+    lv_push_back(q, t, level_of(t), 0);
 }
 
 /* poked_prio(): a thief wants our next, the board or the online count
@@ -1197,7 +1197,7 @@ static int move_queued(struct weft_uthread *t, int me, bool all_locked)
         if (!lv->v || lv->v[(uint32_t)(uintptr_t)L(t)->data & lv->mask] != t)
             return -1; /* a thief took it and has not rewritten its flags yet (grab) */
         lv_unlink(q, t, l);
-        lv_push_back(q, v, t, level_of(t), 0);
+        lv_push_back(q, t, level_of(t), 0);
     } else {
         ask(q, P_RESORT);
     }
@@ -1337,7 +1337,7 @@ static int init_prio(int nvcores)
         q->online = false;
         atomic_init(&q->bits, 0);
         for (int l = 0; l < NLEVELS; l++) {
-            q->lv[l] = (struct level){ .v = NULL, .mask = 0 };
+            q->lv[l] = (struct level){ .v = NULL, .mask = 0, .tag = F_RAN | F_AT(i, l) };
             q->seen[l] = (struct seen){ NULL, 0 };
         }
         q->ovf = (struct weft_ulist){ NULL, NULL };
