@@ -1000,7 +1000,10 @@ static void push_away(int v, struct weft_uthread *t)
 {
     struct pq *q = &pqs[v];
     int lt = level_of(t);
-    bool placed = is_pinned(t) || !(flags_of(t) & F_RAN);
+    /* Placed there at spawn, or pinned: only v should take it first. (A
+     * new uthread from outside, not placed, went to v by target(): any
+     * spinning vcore may take it, as a kick lets one.) */
+    bool placed = is_pinned(t) || (!(flags_of(t) & F_RAN) && L(t)->vcore >= 0);
     if (remote_lock(q)) {
         lv_push_back(q, t, lt, 0);
         qunlock(&q->lock);
