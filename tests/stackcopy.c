@@ -728,7 +728,8 @@ static void test_primitives(void)
 
 /* ---- 2b. joined before it ran: run inline, on the joiner's stack ------------------ */
 
-static _Atomic(uintptr_t) child_local_at, joiner_local_at;
+static _Atomic(uintptr_t) child_local_at;
+static atomic_int inline_runs; /* quick children that ran on their joiner's stack */
 static _Atomic(weft_t) child_self;
 static weft_key_t quick_key;
 static atomic_int quick_dtors; /* quick_key's destructor calls */
@@ -771,7 +772,6 @@ __attribute__((no_sanitize_address)) static void *inline_joiner(void *unused)
 {
     (void)unused;
     volatile int mine = 5;
-    atomic_store(&joiner_local_at, (uintptr_t)&mine);
     weft_attr_t a = { .flags = WEFT_STACK_COPY };
     int dtors0 = atomic_load(&quick_dtors);
     for (int i = 0; i < 200; i++) {
@@ -786,6 +786,11 @@ __attribute__((no_sanitize_address)) static void *inline_joiner(void *unused)
         CHECK(atomic_load(&child_self) == t, "weft_self() in the child was not the child");
         CHECK(atomic_load(&quick_dtors) == dtors0 + i + 1,
               "quick child %d's key destructor did not run before its join returned", i);
+        /* Just below the joiner's frames if it ran inline (the pointers
+         * are only compared, never used); else another vcore ran it. */
+        uintptr_t here = (uintptr_t)&mine, child = atomic_load(&child_local_at);
+        if (child < here && here - child < 64 * 1024)
+            atomic_fetch_add(&inline_runs, 1);
     }
     CHECK(weft_self() != atomic_load(&child_self), "weft_self() after the join");
     for (int i = 0; i < 10; i++) {
@@ -803,15 +808,18 @@ static void test_inline_join(void)
 {
     check_phase("inline join, ordinary joiner");
     CHECK_RC(weft_key_create(&quick_key, quick_dtor), 0);
+    atomic_store(&inline_runs, 0);
     weft_t j = spawn_ex(inline_joiner, NULL, WEFT_STACK_OWN, 0, "joiner");
     CHECK(join(j) == (void *)1, "ordinary joiner");
-    uintptr_t joiner_local = atomic_load(&joiner_local_at);
-    /* quick_child's local was on the joiner's stack, just below its frames
-     * (the pointer is only compared, never used). */
-    uintptr_t child_local = atomic_load(&child_local_at);
-    CHECK(child_local < joiner_local && joiner_local - child_local < 64 * 1024,
-          "the quick child did not run on its joiner's stack (%#lx vs %#lx)",
-          (unsigned long)child_local, (unsigned long)joiner_local);
+    /* With one vcore nobody else can run a quick child before its join:
+     * every one runs inline. With more, another vcore may steal one first
+     * (under qemu's slow emulation, often): at least one still does. */
+    int runs = atomic_load(&inline_runs);
+    if (weft_num_vcores() == 1)
+        CHECK(runs == 200, "%d of 200 quick children ran on their joiner's stack", runs);
+    else
+        CHECK(runs > 0, "no quick child of 200 ran on its joiner's stack");
+    fprintf(stderr, "  %d of 200 quick children ran inline\n", runs);
     check_phase("inline join, stack-copy joiner");
     CHECK(join(spawn_copy(inline_joiner, NULL, "copy-joiner")) != NULL, "stack-copy joiner");
 }
