@@ -110,7 +110,8 @@ int weft_vcore_notify(int vcore, unsigned type, uintptr_t payload)
                     weft_yield(); /* our own vcore may be the one to drain it */
                 else
                     weft__sys.sched_yield();
-                me = weft__vc_at_entry(); /* a uthread may have moved */
+                me = weft__vc(); /* a uthread may have moved: invariant 2, not the
+                                    address of our TLS from before the yield */
             }
             r = put ? 0 : EAGAIN; /* EAGAIN: vcore context, or a shutdown waits for us */
             if (put) {
