@@ -150,9 +150,12 @@ static bool signal_frame_overflow(struct weft_uthread *t, siginfo_t *si, void *u
 
 /* canary_overflow(): an unguarded stack has nothing below it to fault in,
  * so a deep recursion writes into whatever lies below and faults wherever:
- * the interrupted stack pointer below the stack's bottom names it, or, when
- * what lies below faults at once, a stack pointer at the bottom (a call or
- * push that would store just below it faulted before moving sp) or an
+ * the interrupted stack pointer below the stack's bottom names it (within
+ * 16 guards' worth; or at any depth when the fault is a stack access within
+ * a frame of that stack pointer: a recursion that went on through memory
+ * mapped below, another thread's stack, say, until it met a hole), or,
+ * when what lies below faults at once, a stack pointer at the bottom (a call
+ * or push that would store just below it faulted before moving sp) or an
  * access just below the bottom made from a stack pointer near it. */
 static bool canary_overflow(struct weft_uthread *t, siginfo_t *si, void *uc)
 {
@@ -161,7 +164,8 @@ static bool canary_overflow(struct weft_uthread *t, siginfo_t *si, void *uc)
     if (!sp)
         return false;
     if (sp <= lo)
-        return lo - sp <= (uintptr_t)16 * GUARD_MAX;
+        return lo - sp <= (uintptr_t)16 * GUARD_MAX ||
+               (a + frame_room >= sp && a <= sp + frame_room);
     return a < lo && lo - a <= GUARD_MAX && sp - lo < frame_room;
 }
 

@@ -45,6 +45,18 @@
 #define TEST_TSAN 0
 #endif
 
+/* TEST_ASAN: 1 in an AddressSanitizer build (gcc or clang). */
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_ASAN 1
+#endif
+#endif
+#ifndef TEST_ASAN
+#define TEST_ASAN 0
+#endif
+
 #ifdef WEFT_TEST_SANITIZED
 #define SCALE(normal, sanitized) (sanitized)
 #define WATCHDOG_SECS 540u

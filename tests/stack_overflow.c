@@ -13,7 +13,8 @@
  * a SIGSEGV with no address, which weft recognises by the interrupted stack
  * pointer (before the fix: killed without a word; not in TSan builds); and
  * a recursion on an unguarded canary stack (WEFT_MAX_GUARDED_STACKS=0),
- * which faults wherever it lands below (before: a plain SIGSEGV).
+ * which faults wherever it lands below (before: a plain SIGSEGV; not in
+ * ASan builds, see main).
  *
  * Usage as a child: stack_overflow child <name> <stack_size>.
  */
@@ -183,11 +184,18 @@ int main(int argc, char **argv)
     run_case("big-odd", 100000);
     check_phase("default size");
     run_case("default", 0);
+#if !TEST_ASAN
+    /* Not under ASan: its runtime maps its own state (fake stacks, allocator
+     * regions) where a new stack's neighbours would be, and an unguarded
+     * overflow that writes through them before it faults leaves the outcome
+     * to ASan (an ASan crash in about 1 of 1 400 runs under load); the
+     * plain and TSan builds run it (9 000 runs under load clean). */
     check_phase("an unguarded (canary) stack");
     {
         char *const env[] = { "WEFT_MAX_GUARDED_STACKS=0", NULL };
         run_case_env("canary-diver", 64 * 1024, env);
     }
+#endif
 #if !TEST_TSAN /* TSan runs signal handlers from its own runtime, on its own terms */
     check_phase("a signal frame that does not fit");
     run_case("sigframe", 64 * 1024);
