@@ -392,17 +392,11 @@ static inline struct weft_uthread *lv_pop(struct pq *q, int l)
     uint32_t h = lv->head, m = lv->mask;
     while (!(t = v[h++ & m])) /* slots taken out from the middle */
         ;
-    uint32_t live = lv->live - 1;
     lv->head = h;
-    lv->live = live;
     if (is_pinned(t))
         lv->pinned--;
-    if (live) {
+    if (!lv_took(q, lv, l, 1))
         __builtin_prefetch(v[h & m], 1); /* the next one's first line */
-    } else {
-        lv->head = lv->tail; /* as lv_took() */
-        lv_bit(q, l, false);
-    }
     flags_set(t, F_RAN);
     return t;
 }
@@ -471,7 +465,7 @@ static bool remote_lock(struct pq *q)
 }
 
 /* queue_own() puts t at the back of its level on the caller's own vcore. */
-static inline __attribute__((always_inline)) void queue_own(struct pq *q, int me, struct weft_uthread *t)
+static inline __attribute__((always_inline)) void queue_own(struct pq *q, struct weft_uthread *t)
 {
     own_lock(q);
     lv_push_back(q, t, level_of(t), 0);
@@ -1058,7 +1052,7 @@ static void thread_runnable_prio(struct weft_uthread *t)
         struct weft_uthread *old = atomic_load_explicit(&q->next, memory_order_relaxed);
         atomic_store_explicit(&q->next, t, memory_order_relaxed);
         if (old) {
-            queue_own(q, me, old);
+            queue_own(q, old);
             if (q->locking)
                 weft_vcore_kick_local();
         }
@@ -1080,14 +1074,14 @@ static void thread_runnable_prio(struct weft_uthread *t)
     struct pq *q = &pqs[me];
     int lt = level_of(t);
     if (is_pinned(t)) {
-        queue_own(q, me, t);
+        queue_own(q, t);
     } else if (l->by_uthread && !(f & F_RAN)) {
         /* Spawned by a uthread here: next if free (spawn, then join, hands
          * the vcore to the child), else behind its level; a kick either
          * way, as ws. F_RAN from here: next is never stolen. */
         flags_set(t, F_RAN);
         if (atomic_load_explicit(&q->next, memory_order_relaxed))
-            queue_own(q, me, t);
+            queue_own(q, t);
         else
             atomic_store_explicit(&q->next, t, memory_order_relaxed);
         if (q->locking)
@@ -1100,14 +1094,14 @@ static void thread_runnable_prio(struct weft_uthread *t)
         struct weft_uthread *old = atomic_load_explicit(&q->next, memory_order_relaxed);
         atomic_store_explicit(&q->next, t, memory_order_relaxed);
         if (old) {
-            queue_own(q, me, old);
+            queue_own(q, old);
             if (q->locking)
                 weft_vcore_kick_local();
         }
     } else {
         /* Vcore context (alarms, events, the poller), or a blocking
          * callback with other work queued: in order, with a kick. */
-        queue_own(q, me, t);
+        queue_own(q, t);
         if (q->locking)
             weft_vcore_kick_local();
     }
@@ -1117,11 +1111,10 @@ static void thread_runnable_prio(struct weft_uthread *t)
         poke_if_ceding(me);
 }
 
-static __attribute__((noinline)) void paused_locking(struct pq *q, int me,
-                                                     struct weft_uthread *t)
+static __attribute__((noinline)) void paused_locking(struct pq *q, struct weft_uthread *t)
 {
     bool kick = !is_pinned(t); /* read before t is queued */
-    queue_own(q, me, t);
+    queue_own(q, t);
     if (kick)
         weft_vcore_kick_local();
 }
@@ -1131,7 +1124,7 @@ static void thread_paused_prio(struct weft_uthread *t)
     int me = L(t)->vcore; /* vcore context of the vcore it ran on */
     struct pq *q = &pqs[me];
     if (__builtin_expect(q->locking, 0)) {
-        paused_locking(q, me, t); /* with a kick: others may take it */
+        paused_locking(q, t); /* with a kick: others may take it */
         return;
     }
     lv_push_back(q, t, level_of(t), 0);
@@ -1152,7 +1145,7 @@ static void poked_prio(void)
     struct weft_uthread *t = atomic_load_explicit(&q->next, memory_order_relaxed);
     if (t) {
         atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
-        queue_own(q, me, t);
+        queue_own(q, t);
         if (q->locking)
             weft_vcore_kick_local();
     }
