@@ -111,8 +111,9 @@
 #define NEXT_CHAIN 16        /* decisions in a row from next */
 #define SLOW_EVERY 61        /* decisions between looks at aging and the mode */
 #define STEAL_MAX 32         /* uthreads one steal takes at most */
-#define WATCH_EVERY 16       /* a thief looks at busy vcores' next every 16th round */
-#define POKE_LOOKS 4         /* looks at a stuck next before a poke */
+#define WATCH_EVERY 128      /* a thief looks at busy vcores' next every 128th round
+                                (rarely: each look costs the busy vcore a miss, ws.c) */
+#define POKE_LOOKS 1         /* looks after the first that find next stuck: a poke */
 #define LAST_LOOK_NS 20000   /* a parking vcore's wait to see if a next is stuck */
 #define NONE (-1)            /* no level: an idle vcore's cur, an empty queue's top */
 

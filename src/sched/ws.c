@@ -60,13 +60,17 @@
  * and stores, never an RMW, and thieves never take it. A uthread could
  * therefore wait there while its vcore runs one uthread for long. A
  * spinning thief that finds nothing else to steal watches such a vcore, and
- * if its decision count has not moved for POKE_LOOKS looks (one every
- * WATCH_EVERY rounds, so watching does not pull the busy vcore's hot lines
- * away every round), asks it
+ * if its decision count has not moved between two looks WATCH_EVERY rounds
+ * apart (about 15 us), asks it
  * with weft_vcore_poke() to move `next` to its woken ring (ops->poked, run
  * on that vcore in vcore context, interrupting the long-running uthread):
  * Go's rule that runnext is stolen only in the last pass and after backing
- * off, without making the owner pay for it.
+ * off, without making the owner pay for it. A look reads two lines the
+ * busy vcore writes at every decision (next, its decision count), so each
+ * costs it a cache miss: looking every 16th round (4 looks before a poke)
+ * made a spawn + join loop on the other vcore 12 % slower than looking every
+ * 128th, for a poke about 10 us later (a uthread spawned behind a hog ran
+ * after 51 us, median, and 62 us now).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -81,8 +85,8 @@
 #define RING_MASK (RING - 1)
 #define NEXT_CHAIN 16        /* decisions in a row from next (and next + woken) */
 #define INJECT_EVERY 61      /* decisions between looks at the injection queue */
-#define WATCH_EVERY 16       /* a thief looks at a victim's next every 16th round */
-#define POKE_LOOKS 4         /* looks at a stuck next (64 rounds) before a poke */
+#define WATCH_EVERY 128      /* a thief looks at a victim's next every 128th round */
+#define POKE_LOOKS 1         /* looks after the first that find next stuck: a poke */
 #define LAST_LOOK_NS 20000   /* a parking vcore's wait to see if a next is stuck */
 #define WS_RAN 1u            /* sched_flags: picked to run before */
 
