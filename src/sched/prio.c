@@ -150,6 +150,8 @@ struct seen {                        /* aging, per level (the owner's) */
 };
 
 struct pq {
+    union {
+    struct {
     /* Owner only. */
     struct weft_uthread *_Atomic next; /* the wake-up slot; thieves read it (relaxed) */
     unsigned chain;                  /* decisions in a row taken from next */
@@ -179,7 +181,13 @@ struct pq {
     _Alignas(64) _Atomic unsigned pending; /* P_*: others set, the owner takes */
     weft_spinlock_t inbox_lock;
     struct weft_ulist inbox;         /* guarded by inbox_lock */
+    };
+    char size_[4096];                /* a power of two: pqs[me] is a shift, not a
+                                        multiply, on the yield path's critical chain */
+    };
 };
+
+_Static_assert(sizeof(struct pq) == 4096, "struct pq: 4096 bytes");
 
 static struct pq *pqs;               /* one per vcore; fixed between init and fini */
 static int npq;
