@@ -373,6 +373,7 @@ struct weft__runtime {
      * schedulers' own, or, for an application's scheduler, wrappers that
      * hold notifications off around them (in_sched). Fixed while running. */
     struct weft_uthread *(*take_local)(int);  /* NULL if the scheduler has none */
+    struct weft_uthread *(*take_yield)(int, struct weft_uthread *, int *); /* NULL: none */
     void (*thread_runnable)(struct weft_uthread *);
     int (*reclaim)(int, struct weft_uthread *); /* NULL if the scheduler has none */
     size_t stack_size;               /* default stack size; fixed while running */
@@ -533,8 +534,8 @@ void weft__board_attach_env(void);
  * (key.c): called by ut itself as it finishes, before it leaves its stack. */
 void weft__keys_exit(struct weft_uthread *ut);
 
-/* weft__sched_resolve() sets rt->take_local, rt->thread_runnable and
- * rt->reclaim from rt->ops (uthread.c). */
+/* weft__sched_resolve() sets rt->take_local, rt->take_yield,
+ * rt->thread_runnable and rt->reclaim from rt->ops (uthread.c). */
 void weft__sched_resolve(struct weft__runtime *rt);
 
 /* weft__spin_ns: how long an idle vcore spins before it parks. */

@@ -11,7 +11,8 @@
  *                                             weft__vcore_entry, handoff_entry,
  *                                             park_entry or park_handoff_entry)
  *   yield to a local successor:
- *                     BLOCKED  -> RUNNABLE   (yield_cb, then thread_paused)
+ *                     BLOCKED  -> RUNNABLE   (yield_cb, then thread_paused; or
+ *                                             yielded_cb, take_yield having queued it)
  *   yield through vcore context, preemption:
  *                     RUNNING  -> RUNNABLE   (yield_entry, notify_entry; thread_paused
  *                                             only if another uthread runs)
@@ -214,6 +215,16 @@ static struct weft_uthread *take_local_foreign(int vcore)
     return t;
 }
 
+static struct weft_uthread *take_yield_foreign(int vcore, struct weft_uthread *self, int *queued)
+{
+    self->in_sched++;
+    atomic_signal_fence(memory_order_seq_cst);
+    struct weft_uthread *t = weft__rt.ops->take_yield(vcore, self, queued);
+    atomic_signal_fence(memory_order_seq_cst);
+    self->in_sched--;
+    return t;
+}
+
 static void thread_runnable_foreign(struct weft_uthread *t)
 {
     struct weft__vcore *vc = weft__vc_at_entry();
@@ -245,27 +256,41 @@ void weft__sched_resolve(struct weft__runtime *rt)
     const struct weft_sched_ops *ops = rt->ops;
     if (rt->sched_foreign) {
         rt->take_local = ops->take_local ? take_local_foreign : NULL;
+        rt->take_yield = ops->take_yield ? take_yield_foreign : NULL;
         rt->thread_runnable = thread_runnable_foreign;
         rt->reclaim = ops->reclaim ? reclaim_foreign : NULL;
     } else {
         rt->take_local = ops->take_local;
+        rt->take_yield = ops->take_yield;
         rt->thread_runnable = ops->thread_runnable;
         rt->reclaim = ops->reclaim;
     }
+    if (!rt->take_local)
+        rt->take_yield = NULL; /* the hand-off is take_local's: no take_local, no hand-off */
 }
 
-/* local_next() asks the scheduler for ut's local successor on vc, counting
- * the decision; NULL when there is none, or when chores are due. */
-static inline struct weft_uthread *local_next(struct weft__vcore *vc)
+/* local_pick() asks the scheduler for the local successor of the uthread
+ * running on vc, counting the decision; NULL when there is none, or when
+ * chores are due. For a yield of `yielder`, through take_yield when the
+ * scheduler has it (*queued: it queued the yielder too). */
+static inline struct weft_uthread *local_pick(struct weft__vcore *vc, struct weft_uthread *yielder,
+                                              int *queued)
 {
     switch_begin();
     struct weft_uthread *(*take_local)(int) = weft__rt.take_local;
     if (!take_local || weft__chores_due(vc))
         return NULL;
-    struct weft_uthread *t = take_local(vc->id); /* under the switch mark */
+    struct weft_uthread *t = yielder && weft__rt.take_yield /* under the switch mark */
+                                 ? weft__rt.take_yield(vc->id, yielder, queued)
+                                 : take_local(vc->id);
     if (t)
         vc->decisions++;
     return t;
+}
+
+static inline struct weft_uthread *local_next(struct weft__vcore *vc)
+{
+    return local_pick(vc, NULL, NULL);
 }
 
 /* handoff_entry() runs on the successor's stack: see above. */
@@ -1025,12 +1050,20 @@ int weft_getprio(weft_t t)
  * elsewhere, at a bounded cost per yield. */
 #define LONE_YIELD_STEAL 8
 
-/* yield_cb(): the yielder, saved, goes to the back of its vcore's queue. */
+/* yield_cb(): the yielder, saved, goes to the back of its vcore's queue.
+ * yielded_cb(): take_yield queued it already, where only this vcore can
+ * take it, at its next decision (after this). */
 static void yield_cb(struct weft_uthread *ut, void *arg)
 {
     (void)arg;
     atomic_store_explicit(&ut->state, WEFT__RUNNABLE, memory_order_relaxed);
     weft__rt.ops->thread_paused(ut);
+}
+
+static void yielded_cb(struct weft_uthread *ut, void *arg)
+{
+    (void)arg;
+    atomic_store_explicit(&ut->state, WEFT__RUNNABLE, memory_order_relaxed);
 }
 
 /* yield_entry() is vcore context after weft_yield() found nothing local:
@@ -1067,10 +1100,11 @@ void weft_yield(void)
     if (WEFT__UNLIKELY(WEFT__CRIT_LOAD() || weft__on_altstack(vc)))
         return; /* a signal handler that interrupted weft, or on the signal stack */
     vc->yielding = true; /* weft_vcore_yielder(), for take_local */
-    struct weft_uthread *next = local_next(vc);
+    int queued = 0;
+    struct weft_uthread *next = local_pick(vc, ut, &queued);
     vc->yielding = false;
     if (next) {
-        vc->cb = yield_cb;
+        vc->cb = queued ? yielded_cb : yield_cb;
         handoff(vc, ut, next, handoff_entry, weft__vcore_entry);
         return;
     }
@@ -1197,8 +1231,11 @@ int weft_unpark(weft_t t)
     /* Always an RMW, even when a token is already there (TOKEN -> TOKEN): a
      * plain load seeing TOKEN could be ordered before the caller's store to
      * the condition the parker re-checks, and the parker could consume that
-     * token, miss the store and park for good (store buffering). */
-    int s = atomic_load_explicit(&t->park, memory_order_relaxed);
+     * token, miss the store and park for good (store buffering). The first
+     * try assumes the uthread parked (the usual case) rather than reads the
+     * word: a read first would fetch its line from the parker's CPU shared,
+     * and the CAS would then wait for it a second time, exclusive. */
+    int s = WEFT__PARK_PARKED;
     for (;;) {
         int next = s == WEFT__PARK_PARKED ? WEFT__PARK_NONE : WEFT__PARK_TOKEN;
         if (atomic_compare_exchange_weak_explicit(&t->park, &s, next, memory_order_seq_cst, memory_order_seq_cst))

@@ -26,7 +26,11 @@
  * lock: a waker cannot see the uthread before its context is saved, and no
  * "about to sleep" flag is needed against lost wake-ups. Where cb runs:
  *   1. The direct hand-off (uthread.c, handoff): the scheduler names the
- *      next local uthread first (ops->take_local); weft__ctx_switch saves
+ *      next local uthread first (ops->take_local; for a yield,
+ *      ops->take_yield, which may queue the yielder at once where only this
+ *      vcore can take it before its next decision, after the save: the one
+ *      exception to "publish after the save", invisible to every other
+ *      thread); weft__ctx_switch saves
  *      the current one, moves to the next one's stack and runs cb there,
  *      below the next one's saved frame, with vc->current NULL (so it runs
  *      under vcore-context rules: a notification defers, weft_self() is

@@ -9,7 +9,10 @@
  * workloads correctly, its init/fini are called once per run with the vcore
  * count, its entry/runnable/paused/has_blocked ops are called (has_blocked
  * with the right reasons), and at one vcore threads really run LIFO; the
- * built-in "fifo" and "ws" can be selected by name and do not call it.
+ * same with the optional take_local and take_yield (which queues the
+ * yielder itself at one vcore: then thread_paused is not called for that
+ * yield); the built-in "fifo" and "ws" can be selected by name and do not
+ * call it.
  */
 #include "check.h"
 
@@ -84,6 +87,31 @@ static void thread_has_blocked_lifo(struct weft_uthread *t, int why)
         atomic_fetch_add(&c_blocked[0], 1);
 }
 
+/* The same scheduler with the direct hand-off (take_local) and a yield
+ * that queues the yielder itself (take_yield), allowed only where no other
+ * vcore may pop before this one's next decision: at one vcore. */
+static atomic_long c_take_local, c_ty_queued; /* hand-offs; yielders queued by take_yield */
+
+static struct weft_uthread *take_local_lifo(int vcore)
+{
+    (void)vcore;
+    struct weft_uthread *t = lifo_pop();
+    if (t)
+        atomic_fetch_add(&c_take_local, 1); /* a hand-off: runs without sched_entry */
+    return t;
+}
+
+static struct weft_uthread *take_yield_lifo(int vcore, struct weft_uthread *self, int *queued)
+{
+    struct weft_uthread *t = take_local_lifo(vcore);
+    if (t && weft_num_vcores() == 1) {
+        lifo_push(self); /* where thread_paused would put it */
+        *queued = 1;
+        atomic_fetch_add(&c_ty_queued, 1);
+    }
+    return t;
+}
+
 static const struct weft_sched_ops lifo_ops = {
     .name = "test-lifo",
     .init = init_lifo,
@@ -92,6 +120,18 @@ static const struct weft_sched_ops lifo_ops = {
     .thread_runnable = thread_runnable_lifo,
     .thread_paused = thread_paused_lifo,
     .thread_has_blocked = thread_has_blocked_lifo,
+};
+
+static const struct weft_sched_ops lifo_yield_ops = {
+    .name = "test-lifo-yield",
+    .init = init_lifo,
+    .fini = fini_lifo,
+    .sched_entry = sched_entry_lifo,
+    .thread_runnable = thread_runnable_lifo,
+    .thread_paused = thread_paused_lifo,
+    .thread_has_blocked = thread_has_blocked_lifo,
+    .take_local = take_local_lifo,
+    .take_yield = take_yield_lifo,
 };
 
 /* ---- registration ---------------------------------------------------------------- */
@@ -233,9 +273,10 @@ static void *spawn_three(void *arg)
     return NULL;
 }
 
-static void check_lifo_run(const char *how)
+static void check_lifo_run(const char *how, bool hand_off)
 {
     check_phase(how);
+    long take_locals = atomic_load(&c_take_local), ty_queued = atomic_load(&c_ty_queued);
     long inits = atomic_load(&c_init), finis = atomic_load(&c_fini);
     CHECK(inits == finis + 1, "init op called %ld times, fini %ld", inits, finis);
     CHECK(atomic_load(&c_init_arg) == weft_num_vcores(), "init got %ld vcores, running %d",
@@ -247,13 +288,28 @@ static void check_lifo_run(const char *how)
 
     run_workload();
     CHECK(atomic_load(&c_entry) > entries, "sched_entry never called");
-    CHECK(atomic_load(&c_run) - runs >= 200, "only %ld uthreads run by our sched_entry",
-          atomic_load(&c_run) - runs);
+    long handed = atomic_load(&c_take_local) - take_locals;
+    CHECK(atomic_load(&c_run) - runs + handed >= 200,
+          "only %ld uthreads run by our sched_entry and %ld handed off by take_local",
+          atomic_load(&c_run) - runs, handed);
     CHECK(atomic_load(&c_runnable) - runnables >= 200, "thread_runnable called %ld times",
           atomic_load(&c_runnable) - runnables);
-    CHECK(atomic_load(&c_paused) - pauses >= atomic_load(&yields_done),
-          "thread_paused called %ld times for %ld yields", atomic_load(&c_paused) - pauses,
-          atomic_load(&yields_done));
+    long queued = atomic_load(&c_ty_queued) - ty_queued, paused = atomic_load(&c_paused) - pauses;
+    if (!hand_off) /* every yield goes through vcore context and thread_paused */
+        CHECK(paused >= atomic_load(&yields_done), "thread_paused called %ld times for %ld yields",
+              paused, atomic_load(&yields_done));
+    else /* a yield that finds nothing local runs on, queued nowhere */
+        CHECK(paused + queued > 0 && paused + queued <= atomic_load(&yields_done),
+              "thread_paused called %ld times and take_yield queued %ld for %ld yields", paused,
+              queued, atomic_load(&yields_done));
+    if (hand_off) {
+        CHECK(handed > 0, "take_local never handed a uthread off");
+        if (weft_num_vcores() == 1)
+            CHECK(queued > 0, "take_yield never queued a yielder at one vcore");
+    } else {
+        CHECK(handed == 0 && queued == 0,
+              "take_local or take_yield called for a scheduler without them");
+    }
     CHECK(atomic_load(&c_blocked[WEFT_BLOCK_SLEEP]) > sleeps, "no WEFT_BLOCK_SLEEP");
     CHECK(atomic_load(&c_blocked[WEFT_BLOCK_JOIN]) > joins, "no WEFT_BLOCK_JOIN");
     CHECK(atomic_load(&c_blocked[0]) == 0, "thread_has_blocked got an unknown reason");
@@ -288,16 +344,21 @@ int main(void)
 
     struct weft_config c = { .sched = "test-lifo" };
     CHECK_RC(weft_init(&c), 0);
-    check_lifo_run("LIFO via weft_config.sched");
+    check_lifo_run("LIFO via weft_config.sched", false);
     CHECK(atomic_load(&c_blocked[WEFT_BLOCK_SYNC]) > 0, "no WEFT_BLOCK_SYNC seen");
     CHECK(atomic_load(&c_blocked[WEFT_BLOCK_PARK]) > 0, "no WEFT_BLOCK_PARK seen");
 
     check_builtin("fifo");
     check_builtin("ws");
 
+    CHECK_RC(weft_sched_register(&lifo_yield_ops), 0);
+    c.sched = "test-lifo-yield";
+    CHECK_RC(weft_init(&c), 0);
+    check_lifo_run("LIFO with take_local and take_yield", true);
+
     setenv("WEFT_SCHED", "test-lifo", 1);
     CHECK_RC(weft_init(NULL), 0);
-    check_lifo_run("LIFO via WEFT_SCHED");
+    check_lifo_run("LIFO via WEFT_SCHED", false);
     setenv("WEFT_SCHED", "no-such", 1);
     CHECK_RC(weft_init(NULL), EINVAL);
     CHECK(weft_num_vcores() == 0, "runtime started with an unknown WEFT_SCHED");

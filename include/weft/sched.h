@@ -187,6 +187,17 @@ struct weft_sched_ops {
      * stays queued (the joiner waits for it as usual). Runs under
      * vcore-context rules. */
     int (*reclaim)(int vcore, struct weft_uthread *t);
+    /* Optional: take_local for a weft_yield() of self, running on vcore
+     * (the caller's). Returns what take_local would (NULL: nothing local);
+     * with a uthread returned, the scheduler may also have queued self
+     * behind it already (*queued = 1: thread_paused is then not called for
+     * this yield), which it may do only where no other thread can take a
+     * uthread from vcore's queues before vcore's next scheduling decision
+     * (self's registers are saved before that). *queued = 0 otherwise.
+     * A pick and a push in one step, with no count or bitmap to update in
+     * between; without this op a yield calls take_local, then
+     * thread_paused. Runs under vcore-context rules. */
+    struct weft_uthread *(*take_yield)(int vcore, struct weft_uthread *self, int *queued);
 };
 
 /* weft_sched_register() makes ops selectable by name (weft_config.sched,

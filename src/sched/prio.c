@@ -756,6 +756,46 @@ static struct weft_uthread *take_local_prio(int me)
     return lv_pop(q, top);
 }
 
+/* take_yield_prio() is take_local for a yield of self. In take_local's
+ * common case, with one vcore online (no thief can touch the queues before
+ * our next decision), next empty and self's level the most urgent queued,
+ * self goes to the back of that level as its front comes out, in one step:
+ * the level's count and bit stay as they are. Else take_local. */
+static struct weft_uthread *take_yield_prio(int me, struct weft_uthread *self, int *queued)
+{
+    struct pq *q = &pqs[me];
+    int l = level_of(self);
+    if (__builtin_expect(q->slow_tick <= 1 || q->slow || q->locking ||
+                             atomic_load_explicit(&q->pending, memory_order_relaxed) ||
+                             atomic_load_explicit(&q->next, memory_order_relaxed) ||
+                             bits_of(q) >> l != 1,
+                         0))
+        return take_local_prio(me);
+    q->slow_tick--;
+    q->chain = 0;
+    atomic_store_explicit(&q->cur, l, memory_order_relaxed);
+    /* The level holds one uthread at least and one free slot (lv_room):
+     * after the pop the push has room, in another slot. */
+    struct level *lv = &q->lv[l];
+    struct weft_uthread **v = lv->v, *t;
+    uint32_t h = lv->head, m = lv->mask, i = lv->tail;
+    while (!(t = v[h++ & m])) /* slots taken out from the middle */
+        ;
+    lv->head = h;
+    v[i & m] = self;
+    lv->tail = i + 1;
+    L(self)->data = (void *)(uintptr_t)i;
+    flags_set(self, lv->tag);
+    if (is_pinned(t))
+        lv->pinned--;
+    if (is_pinned(self))
+        lv->pinned++;
+    __builtin_prefetch(v[h & m], 1); /* the next one's first line */
+    flags_set(t, F_RAN);
+    *queued = 1;
+    return t;
+}
+
 /* ---- stealing ------------------------------------------------------------------------ */
 
 /* grab() takes about half (at most STEAL_MAX) of the unpinned uthreads at
@@ -1397,4 +1437,5 @@ const struct weft_sched_ops weft__sched_prio = {
     .vcore_up = vcore_up_prio,
     .vcore_down = vcore_down_prio,
     .reclaim = reclaim_prio,
+    .take_yield = take_yield_prio,
 };

@@ -523,6 +523,38 @@ static struct weft_uthread *take_local_ws(int me)
     return take_local_slow(q);
 }
 
+/* take_yield_ws() is take_local for a yield of self. With one vcore (no
+ * thief can take from the rings) and nothing but the paused ring queued
+ * (no next, woken ring, spill, pinned list or inbox), self goes to the back
+ * of the paused ring as its front comes out: one step for take_local's pop
+ * and thread_paused's push. Else take_local. */
+static struct weft_uthread *take_yield_ws(int me, struct weft_uthread *self, int *queued)
+{
+    struct vq *q = &vqs[me];
+    if (solo && q->inject_tick > 1 && !pinned(self) && !q->pinned.head &&
+        !atomic_load_explicit(&q->next, memory_order_relaxed) &&
+        !atomic_load_explicit(&q->inbox_has, memory_order_relaxed) &&
+        q->spill[W].n == 0 && q->spill[P].n == 0 &&
+        atomic_load_explicit(&q->head[W], memory_order_relaxed) ==
+            atomic_load_explicit(&q->tail[W], memory_order_relaxed)) {
+        uint32_t ph = atomic_load_explicit(&q->head[P], memory_order_relaxed);
+        uint32_t pt = atomic_load_explicit(&q->tail[P], memory_order_relaxed);
+        if (ph != pt) {
+            q->inject_tick--;
+            q->chain = q->wchain = 0;
+            slot_t *buf = q->buf[P];
+            struct weft_uthread *t = atomic_load_explicit(&buf[ph & RING_MASK], memory_order_relaxed);
+            atomic_store_explicit(&q->head[P], ph + 1, memory_order_relaxed);
+            atomic_store_explicit(&buf[pt & RING_MASK], self, memory_order_relaxed);
+            atomic_store_explicit(&q->tail[P], pt + 1, memory_order_relaxed);
+            ring_prefetch(buf, ph + 1);
+            *queued = 1;
+            return t;
+        }
+    }
+    return take_local_ws(me);
+}
+
 /* watch_next() is a thief looking at victim v, which has nothing stealable
  * but a uthread in next: poke v if its decisions have not moved for
  * POKE_LOOKS of our looks (it runs one uthread all along). */
@@ -866,4 +898,5 @@ const struct weft_sched_ops weft__sched_ws = {
     .take_local = take_local_ws,
     .poked = poked_ws,
     .reclaim = reclaim_ws,
+    .take_yield = take_yield_ws,
 };
