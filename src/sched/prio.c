@@ -777,6 +777,7 @@ static struct weft_uthread *take_yield_prio(int me, struct weft_uthread *self, i
     /* The level holds one uthread at least and one free slot (lv_room):
      * after the pop the push has room, in another slot. */
     struct level *lv = &q->lv[l];
+    __asm__("" : "+r"(lv)); /* one base register for every field (gcc made three) */
     struct weft_uthread **v = lv->v, *t;
     uint32_t h = lv->head, m = lv->mask, i = lv->tail;
     while (!(t = v[h++ & m])) /* slots taken out from the middle */
