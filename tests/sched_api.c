@@ -122,17 +122,6 @@ static const struct weft_sched_ops lifo_ops = {
     .thread_has_blocked = thread_has_blocked_lifo,
 };
 
-static const struct weft_sched_ops lifo_yield_ops = {
-    .name = "test-lifo-yield",
-    .init = init_lifo,
-    .fini = fini_lifo,
-    .sched_entry = sched_entry_lifo,
-    .thread_runnable = thread_runnable_lifo,
-    .thread_paused = thread_paused_lifo,
-    .thread_has_blocked = thread_has_blocked_lifo,
-    .take_local = take_local_lifo,
-    .take_yield = take_yield_lifo,
-};
 
 /* ---- registration ---------------------------------------------------------------- */
 
@@ -351,6 +340,9 @@ int main(void)
     check_builtin("fifo");
     check_builtin("ws");
 
+    static struct weft_sched_ops lifo_yield_ops; /* lifo_ops with the hand-off ops */
+    lifo_yield_ops = lifo_ops, lifo_yield_ops.name = "test-lifo-yield";
+    lifo_yield_ops.take_local = take_local_lifo, lifo_yield_ops.take_yield = take_yield_lifo;
     CHECK_RC(weft_sched_register(&lifo_yield_ops), 0);
     c.sched = "test-lifo-yield";
     CHECK_RC(weft_init(&c), 0);
