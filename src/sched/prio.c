@@ -23,7 +23,9 @@
  *    level on v, with a kick;
  *  - made runnable in vcore context of v (alarms, events, the poller): the
  *    back of its level on v, with a kick;
- *  - paused (weft_yield, a preemption): the back of its level on its vcore;
+ *  - paused (weft_yield, a preemption): the back of its level on its vcore
+ *    (with one vcore online, a yield's take_yield swaps it with the front
+ *    of its level when that level is the most urgent queued);
  *  - from a kernel thread that is not a vcore, from an offline vcore, or
  *    for another vcore (placed at spawn, pinned): that vcore's queue (under
  *    its lock) or inbox (when the owner does not lock, see Modes), and the

@@ -23,7 +23,9 @@
  *  - made runnable in vcore context of v (alarms, events, the poller): the
  *    back of v's woken ring, in the order they come, with a kick: an idle
  *    vcore may steal them at once.
- *  - paused (weft_yield, preemption): the back of v's paused ring.
+ *  - paused (weft_yield, preemption): the back of v's paused ring (with one
+ *    vcore and only the paused ring queued, a yield's take_yield pops its
+ *    front and pushes the yielder in one step).
  *  - from a kernel thread that is not a vcore: the injection queue, shared
  *    by all vcores, with a kick.
  *  - WEFT_PINNED to v, or spawned with WEFT_ON_VCORE for v, from anywhere
