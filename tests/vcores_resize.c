@@ -65,12 +65,14 @@ static void *parks(void *arg)
     return NULL;
 }
 
-static _Atomic int releaser_started;
+static _Atomic int releaser_started, holder_started;
 
-/* keeps vcore 0 busy until the releaser runs, so it cannot be stolen there */
+/* keeps vcore 0 busy until the releaser runs, so it cannot be stolen there
+ * (the releaser is spawned once this runs: an idle vcore 0 could take it) */
 static void *hold_vcore0(void *arg)
 {
     (void)arg;
+    atomic_store(&holder_started, 1);
     uint64_t end = weft_now_ns() + WAIT_BOUND_NS;
     while (!atomic_load(&releaser_started) && weft_now_ns() < end)
         spin_work(100);
@@ -154,6 +156,7 @@ int main(void)
     a.vcore = 0;
     weft_t h = NULL;
     CHECK_RC(weft_spawn(&h, &a, hold_vcore0, NULL), 0);
+    WAIT_UNTIL(atomic_load(&holder_started), "the holder runs on vcore 0");
     a.flags = WEFT_ON_VCORE;
     a.vcore = weft_num_vcores() - 1;
     CHECK_RC(weft_spawn(&t, &a, releases_own, NULL), 0);

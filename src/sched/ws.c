@@ -129,20 +129,18 @@ struct vq {
      * join took 0.6x the time it took with one line). */
     _Alignas(64) _Atomic uint32_t head[2]; /* oldest queued: the owner and thieves advance it */
     _Alignas(64) _Atomic uint32_t tail[2]; /* next free slot: written by the owner only */
+    _Atomic bool inbox_stealable;    /* inbox holds unpinned uthreads (placed at spawn),
+                                        which thieves may take: here, on a line thieves
+                                        read anyway (ring_len), not on inbox_lock's, which
+                                        a thief polling every round would take from the
+                                        owner and the wakers of its pinned uthreads;
+                                        written under inbox_lock */
     /* Other vcores push here. */
     _Alignas(64) weft_spinlock_t inbox_lock;
     struct weft_ulist inbox;         /* guarded by inbox_lock */
-    _Atomic unsigned inbox_has;      /* INBOX_*: what inbox holds; written under inbox_lock */
+    _Atomic bool inbox_has;          /* inbox is not empty; written under inbox_lock */
     _Alignas(64) slot_t buf[2][RING];/* the rings' slots */
 };
-
-/* inbox_has: the inbox is not empty; it holds unpinned uthreads, which
- * thieves may take (pinned ones only: a thief need not take the lock that
- * the owner and the waker of its pinned uthreads want; with one per vcore,
- * both spinning, a pinned ping-pong's thieves took each other's locks on
- * every round). */
-#define INBOX_ANY 1u
-#define INBOX_STEALABLE 2u
 
 static struct vq *vqs;               /* one per vcore; fixed between init and fini */
 static int nvq;
@@ -377,7 +375,9 @@ static void inbox_drain(struct vq *q)
     weft_spin_lock(&q->inbox_lock);
     struct weft_uthread *t = q->inbox.head;
     q->inbox.head = q->inbox.tail = NULL;
-    atomic_store_explicit(&q->inbox_has, 0, memory_order_relaxed);
+    atomic_store_explicit(&q->inbox_has, false, memory_order_relaxed);
+    if (atomic_load_explicit(&q->inbox_stealable, memory_order_relaxed))
+        atomic_store_explicit(&q->inbox_stealable, false, memory_order_relaxed);
     weft_spin_unlock(&q->inbox_lock);
     weft_sched_note_shared(1);
     while (t) {
@@ -641,7 +641,8 @@ static struct weft_uthread *inbox_grab(struct vq *v, struct vq *q)
         }
         t = n;
     }
-    atomic_store_explicit(&v->inbox_has, v->inbox.head ? INBOX_ANY : 0, memory_order_relaxed);
+    atomic_store_explicit(&v->inbox_has, v->inbox.head != NULL, memory_order_relaxed);
+    atomic_store_explicit(&v->inbox_stealable, false, memory_order_relaxed); /* all taken */
     weft_spin_unlock(&v->inbox_lock);
     weft_sched_note_shared(1);
     return first;
@@ -672,7 +673,7 @@ static struct weft_uthread *steal(int me)
             t = ring_grab(vq, q, W);
         if (!t && ring_len(vq, P))
             t = ring_grab(vq, q, P);
-        if (!t && (atomic_load_explicit(&vq->inbox_has, memory_order_relaxed) & INBOX_STEALABLE))
+        if (!t && atomic_load_explicit(&vq->inbox_stealable, memory_order_relaxed))
             t = inbox_grab(vq, q);
         if (t)
             return t;
@@ -711,9 +712,9 @@ static void inbox_push(int v, struct weft_uthread *t)
     struct vq *q = &vqs[v];
     weft_spin_lock(&q->inbox_lock);
     weft_ulist_push(&q->inbox, t);
-    unsigned has = atomic_load_explicit(&q->inbox_has, memory_order_relaxed);
-    atomic_store_explicit(&q->inbox_has, has | INBOX_ANY | (pinned(t) ? 0 : INBOX_STEALABLE),
-                          memory_order_relaxed);
+    atomic_store_explicit(&q->inbox_has, true, memory_order_relaxed);
+    if (!pinned(t) && !atomic_load_explicit(&q->inbox_stealable, memory_order_relaxed))
+        atomic_store_explicit(&q->inbox_stealable, true, memory_order_relaxed);
     weft_spin_unlock(&q->inbox_lock);
     weft_sched_note_shared(1);
     weft_vcore_wake(v); /* only v looks at its inbox */
@@ -870,7 +871,8 @@ static int init_ws(int nvcores)
         }
         q->inbox_lock = (weft_spinlock_t)WEFT_SPINLOCK_INIT;
         q->inbox = (struct weft_ulist){ NULL, NULL };
-        atomic_init(&q->inbox_has, 0);
+        atomic_init(&q->inbox_has, false);
+        atomic_init(&q->inbox_stealable, false);
     }
     inj.lock = (weft_spinlock_t)WEFT_SPINLOCK_INIT;
     inj.l = (struct weft_ulist){ NULL, NULL };
