@@ -529,7 +529,9 @@ static struct weft_uthread *take_local_ws(int me)
  * thief can take from the rings) and nothing but the paused ring queued
  * (no next, woken ring, spill, pinned list or inbox), self goes to the back
  * of the paused ring as its front comes out: one step for take_local's pop
- * and thread_paused's push. Else take_local. */
+ * and thread_paused's push. Else take_local. (Written out rather than
+ * ring_pop + q_push: with those a yield took 20 instructions and 8 % more
+ * time; the conditions above already rule out their other cases.) */
 static struct weft_uthread *take_yield_ws(int me, struct weft_uthread *self, int *queued)
 {
     struct vq *q = &vqs[me];
