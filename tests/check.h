@@ -20,7 +20,9 @@
 #define WEFT_TESTS_CHECK_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -28,6 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <weft/weft.h>
@@ -157,6 +162,96 @@ static inline void check_nap(unsigned round)
         }                                                                    \
     } while (0)
 
+/* The watchdog's report of a hang, written with system calls only (a hung
+ * process may hold the stderr or malloc lock): every kernel thread's state,
+ * system call and wait channel from /proc, then, where gdb is installed
+ * (scripts/deps.sh test installs it), every thread's backtrace. */
+static void check_wd_write(const char *s, size_t n)
+{
+    while (n) {
+        ssize_t w = write(2, s, n);
+        if (w <= 0)
+            return;
+        s += w, n -= (size_t)w;
+    }
+}
+
+static size_t check_wd_read(const char *path, char *buf, size_t len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, len - 1);
+    close(fd);
+    n = n < 0 ? 0 : n;
+    buf[n] = 0;
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == 0))
+        buf[--n] = 0;
+    return (size_t)n;
+}
+
+static void check_wd_threads(void)
+{
+    int dfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return;
+    char ents[4096];
+    long n;
+    while ((n = syscall(SYS_getdents64, dfd, ents, sizeof ents)) > 0) {
+        for (long off = 0; off < n;) {
+            struct { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type; char name[]; }
+                *d = (void *)(ents + off);
+            off += d->reclen;
+            if (d->name[0] < '0' || d->name[0] > '9')
+                continue;
+            char path[64], st[512], sc[128], wch[64], line[800];
+            snprintf(path, sizeof path, "/proc/self/task/%s/stat", d->name);
+            check_wd_read(path, st, sizeof st);
+            snprintf(path, sizeof path, "/proc/self/task/%s/syscall", d->name);
+            check_wd_read(path, sc, sizeof sc);
+            snprintf(path, sizeof path, "/proc/self/task/%s/wchan", d->name);
+            check_wd_read(path, wch, sizeof wch);
+            const char *rp = strrchr(st, ')'), *lp = strchr(st, '(');
+            int cl = rp && lp && rp > lp ? (int)(rp - lp - 1) : 0;
+            int len = snprintf(line, sizeof line, "  thread %s (%.*s) state %c syscall [%s] wchan %s\n",
+                               d->name, cl, lp ? lp + 1 : "", rp && rp[1] ? rp[2] : '?', sc, wch);
+            if (len > 0)
+                check_wd_write(line, (size_t)len < sizeof line ? (size_t)len : sizeof line - 1);
+        }
+    }
+    close(dfd);
+}
+
+static void check_wd_backtraces(void)
+{
+    static const char gdb[] = "/usr/bin/gdb";
+    if (access(gdb, X_OK) != 0 || getenv("CHECK_NO_GDB"))
+        return;
+    char pid[24];
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    char *argv[] = { "gdb", "-p", pid, "-batch", "-nx", "-ex", "set pagination off", "-ex",
+                     "thread apply all bt", NULL };
+    char *envp[] = { "PATH=/usr/bin:/bin", NULL };
+    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    /* The raw system calls: no fork handlers, no sanitizer interceptors. */
+    long child = syscall(SYS_clone, (long)SIGCHLD, 0L, 0L, 0L, 0L);
+    if (child == 0) {
+        syscall(SYS_dup2, 2, 1);
+        syscall(SYS_execve, gdb, argv, envp);
+        syscall(SYS_exit_group, 127);
+    }
+    if (child < 0)
+        return;
+    for (int i = 0; i < 600; i++) { /* 60 s at most */
+        if (waitpid((pid_t)child, NULL, WNOHANG) != 0)
+            return;
+        struct timespec ts = { 0, 100000000 };
+        nanosleep(&ts, NULL);
+    }
+    kill((pid_t)child, SIGKILL);
+    waitpid((pid_t)child, NULL, 0);
+}
+
 static void *check_watchdog_main(void *arg)
 {
     unsigned secs = (unsigned)(uintptr_t)arg;
@@ -170,6 +265,8 @@ static void *check_watchdog_main(void *arg)
     if (n > 0 && write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1) < 0)
         n = 0;
     weft_dump(2); /* each vcore's state and last park/kick decisions */
+    check_wd_threads();
+    check_wd_backtraces();
     _exit(2);
     return NULL;
 }
