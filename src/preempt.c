@@ -507,8 +507,15 @@ static void *ticker_main(void *arg)
     uint64_t prev_look = 0;                  /* time of the previous look */
     for (int i = 0; seen && i < n; i++)
         seen[i] = UINT64_MAX; /* not looked at yet */
-    while (!atomic_load_explicit(&ticker_stop, memory_order_seq_cst)) {
+    for (;;) {
+        /* The word before the stop flag (both seq_cst; the stopper stores
+         * the flag, then bumps the word): a stop we do not see here bumped
+         * the word after we read it, so the wait below returns at once.
+         * Read the other way round, a stop landing between the two reads
+         * left us waiting for good (weft_shutdown hung in the join). */
         uint32_t word = atomic_load_explicit(WEFT__AT(&ticker_word), memory_order_seq_cst);
+        if (atomic_load_explicit(&ticker_stop, memory_order_seq_cst))
+            break;
         unsigned us = atomic_load_explicit(&period_us, memory_order_seq_cst);
         bool needed = false; /* a period, and a vcore that does not tick itself */
         for (int i = 0; us && seen && since && looks && !needed && i < n; i++)

@@ -563,6 +563,29 @@ static void check_period_api(void)
     CHECK(weft_preempt_period() == 0, "period %u", weft_preempt_period());
 }
 
+/* ---- (g) the ticker stops ------------------------------------------------------- */
+
+/* check_ticker_stop(): weft_shutdown right after a period change that woke
+ * the ticker thread. The ticker used to test its stop flag before reading
+ * the word it sleeps on: a stop landing between the two reads left it asleep
+ * for good and weft_shutdown hung joining it (CI, once, after phase (e)).
+ * The window is two loads wide, so this is a guard, not a sure reproducer:
+ * a 200 us sleep injected between the reads hung it within the first few
+ * cycles; without one, 3000 cycles passed here. */
+#define TICKER_CYCLES SCALE(300, 40)
+static void check_ticker_stop(const struct weft_config *c)
+{
+    check_phase("the ticker stops at shutdown");
+    for (int i = 0; i < TICKER_CYCLES; i++) {
+        CHECK_RC(weft_init(c), 0);
+        CHECK_RC(weft_set_preempt_period(100), 0);
+        CHECK_RC(weft_set_preempt_period(0), 0);
+        for (volatile int k = 0; k < (i % 32) * 50; k++) /* vary where the stop lands */
+            ;
+        weft_shutdown();
+    }
+}
+
 static void run_cases(void)
 {
     check_period_api();
@@ -590,6 +613,8 @@ int main(void)
     check_deferred(4, 0, "deferred preemption in libc, one vcore");
     weft_shutdown();
 
+    check_ticker_stop(&c);
+
     const char *env = getenv("WEFT_VCORES");
     if ((!env || !*env) && weft_max_vcores() >= 2) {
         check_phase("init, all vcores");
@@ -603,6 +628,7 @@ int main(void)
         check_deferred(2 * nv > MAXWORK ? MAXWORK : 2 * nv, 0,
                        "deferred preemption in libc, all vcores");
         weft_shutdown();
+        check_ticker_stop(NULL);
     }
     fprintf(stderr, "preempt: ok\n");
     return 0;
