@@ -739,8 +739,19 @@ void weft__notif_vcore_start(struct weft__vcore *vc)
 void weft__notif_sleeping(struct weft__vcore *vc, bool asleep)
 {
     unsigned us = atomic_load_explicit(&period_us, memory_order_relaxed);
-    if (us && !use_ticker() && atomic_load_explicit(&vc->tick.has_timers, memory_order_relaxed))
+    if (!us || use_ticker() || !atomic_load_explicit(&vc->tick.has_timers, memory_order_relaxed))
+        return;
+    /* As in weft__notif_vcore_start: a weft_set_preempt_period() between
+     * our read and our arming may have armed us first; arm again until the
+     * period we armed for is the current one (else waking, we would re-arm
+     * a period the program has just turned off). */
+    for (;;) {
         arm_tick(vc, asleep ? 0 : us);
+        unsigned now = atomic_load_explicit(&period_us, memory_order_seq_cst);
+        if (now == us)
+            break;
+        us = now;
+    }
 }
 
 void weft__notif_vcore_stop(struct weft__vcore *vc)

@@ -1169,7 +1169,10 @@ static void park_handoff_entry(void *arg)
         weft_uthread_blocked(ut, WEFT_BLOCK_PARK);
     int exp = WEFT__PARK_NONE;
     if (WEFT__UNLIKELY(!atomic_compare_exchange_strong_explicit(&ut->park, &exp, WEFT__PARK_PARKED, memory_order_seq_cst, memory_order_seq_cst))) {
-        atomic_store_explicit(&ut->park, WEFT__PARK_NONE, memory_order_seq_cst); /* seq_cst: see weft_park() */
+        /* An RMW, not a store (see weft_park()): a later unpark's TOKEN ->
+         * TOKEN orders its waker's condition store before our re-check only
+         * through the RMW chain on this word. */
+        atomic_exchange_explicit(&ut->park, WEFT__PARK_NONE, memory_order_seq_cst);
         runnable(vc, ut);
     }
     start_on(vc, vc->handoff_to);
@@ -1189,7 +1192,10 @@ static void park_entry(void *arg)
         weft_uthread_blocked(ut, WEFT_BLOCK_PARK);
     int exp = WEFT__PARK_NONE;
     if (WEFT__UNLIKELY(!atomic_compare_exchange_strong_explicit(&ut->park, &exp, WEFT__PARK_PARKED, memory_order_seq_cst, memory_order_seq_cst))) {
-        atomic_store_explicit(&ut->park, WEFT__PARK_NONE, memory_order_seq_cst); /* seq_cst: see weft_park() */
+        /* An RMW, not a store (see weft_park()): a later unpark's TOKEN ->
+         * TOKEN orders its waker's condition store before our re-check only
+         * through the RMW chain on this word. */
+        atomic_exchange_explicit(&ut->park, WEFT__PARK_NONE, memory_order_seq_cst);
         if (told || vc->copy_next) { /* a successor is chosen: it runs first */
             weft_uthread_runnable(ut);
         } else {

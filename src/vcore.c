@@ -760,6 +760,22 @@ void weft__vcore_wake_signal_safe(struct weft__vcore *vc)
         vcore_signal_how(vc, true); /* it leaves the idle list itself */
 }
 
+/* events_after_idle(): vc has just said it is busy and is about to run a
+ * uthread without another look at its events. A poster (attention(),
+ * weft_vcore_preempt, weft_vcores_release) that read it idle sent no signal
+ * and counts on that look: Dekker with the poster (it posts with an RMW, then
+ * fences in weft_vcore_wake and reads idle; we store idle, fence, read the
+ * bits), so one of us sees the other. Events we see now are told the way a
+ * poster tells a busy vcore: the notification signal, which lands here in
+ * vcore context and looks again once the uthread runs (the handler's retry). */
+static void events_after_idle(struct weft__vcore *vc)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&vc->ev.bits, memory_order_relaxed) &&
+        !atomic_exchange_explicit(&vc->ev.notif_sent, true, memory_order_seq_cst))
+        weft__notif_signal(vc);
+}
+
 /* weft__vcore_became_busy() runs when an idle vcore found work (step 2/3). */
 void weft__vcore_became_busy(struct weft__vcore *vc)
 {
@@ -776,6 +792,7 @@ void weft__vcore_became_busy(struct weft__vcore *vc)
              * may be waiting on a parked vcore's queue. */
             set_idle(vc, WEFT__BUSY);
             weft_vcore_kick(-1);
+            events_after_idle(vc);
             return;
         }
         /* A kicker took us off the list and counted us as its spinner. */
@@ -786,6 +803,7 @@ void weft__vcore_became_busy(struct weft__vcore *vc)
     weft__stat_add(&vc->st.shared_rmw, 1);
     if (atomic_fetch_sub_explicit(&weft__rt.nspinning, 1, memory_order_seq_cst) == 1)
         weft_vcore_kick(-1);
+    events_after_idle(vc);
 }
 
 static void vcore_park(struct weft__vcore *vc)
@@ -1004,9 +1022,20 @@ static bool vcore_nap(struct weft__vcore *vc, uint64_t deadline)
     weft__notif_sleeping(vc, true); /* no preemption ticks while asleep */
     atomic_store_explicit(&vc->napping, true, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
+    /* An offline vcore's own reasons to stay awake, read after the fence
+     * (vcore_offline read them before it, when napping was not yet set):
+     * a request to come online (weft_vcores_request stores online, then
+     * signals), or an alarm armed on its heap earlier than deadline
+     * (weft__vcore_heap_armed). Read only before the fence, an arming that
+     * saw napping still false went unsignalled and we slept past its alarm;
+     * and our clearing of park.word after the last nap could overwrite a
+     * request's signal. */
+    bool offline = !atomic_load_explicit(&vc->up, memory_order_relaxed);
     while (atomic_load_explicit(WEFT__AT(&vc->park.word), memory_order_acquire) == 0 &&
            atomic_load_explicit(&vc->ev.bits, memory_order_relaxed) == 0 &&
-           atomic_load_explicit(&rt->state, memory_order_relaxed) == WEFT__RUNNING_RT)
+           atomic_load_explicit(&rt->state, memory_order_relaxed) == WEFT__RUNNING_RT &&
+           !(offline && (atomic_load_explicit(&vc->online, memory_order_relaxed) != 0 ||
+                         atomic_load_explicit(&vc->heap.min, memory_order_relaxed) < deadline)))
         if (weft__futex_wait(&vc->park.word, 0, deadline) == ETIMEDOUT)
             break;
     atomic_store_explicit(&vc->napping, false, memory_order_relaxed);
@@ -1098,8 +1127,8 @@ int weft_vcores_request(int n)
     if (n < 1 || n > rt->nvcores - cur) {
         r = EINVAL;
     } else {
-        for (int i = cur; i < cur + n; i++)
-            atomic_store_explicit(&rt->vcores[i].online, 1, memory_order_release);
+        for (int i = cur; i < cur + n; i++) /* seq_cst: partner the fence in vcore_nap */
+            atomic_store_explicit(&rt->vcores[i].online, 1, memory_order_seq_cst);
         atomic_store_explicit(&rt->nonline, cur + n, memory_order_relaxed);
     }
     weft__spin_unlock(&rt->resize_lock);

@@ -26,6 +26,9 @@
  *  (d) a message to an idle (parked) vcore is handled promptly: after 200 ms
  *      with nothing to run, a message from main to each vcore is handled
  *      within 1 s.
+ *  (d2) an event posted to every vcore just as one starts a uthread that
+ *      waits for it without yielding (no preemption) reaches it: the vcore
+ *      looks at its events again once it says it is busy.
  *  (e) the registration lives for the process: after weft_shutdown,
  *      notify is EAGAIN and stats EINVAL; after a new weft_init the same
  *      handler runs again and the counters started afresh.
@@ -381,6 +384,57 @@ static void check_idle_vcores(const char *phase)
               atomic_load(&idle_seen[v]));
 }
 
+/* ---- (d2) an event posted while its vcore starts a uthread ------------------------ */
+
+/* A vcore leaving its idle spin to run a uthread, with no preemption, looks
+ * at its events once before it picks and not again: a poster that saw it
+ * still idle sent no signal, and the uthread (which here waits for that very
+ * event without yielding) ran on with the event pending for good. The
+ * vcore now looks again once it says it is busy. The window is a few hundred
+ * nanoseconds, so this is a guard, not a sure reproducer (a 50 ms sleep
+ * injected into it lost the event every time). */
+#define T_BUSY (WEFT_EV_USER + 4)
+#define BUSY_ROUNDS SCALE(300, 60)
+static atomic_int busy_got[MAXSENDERS];
+
+static void busy_handler(unsigned type, uintptr_t payload, void *arg)
+{
+    (void)type;
+    (void)payload;
+    (void)arg;
+    atomic_store(&busy_got[weft_vcore_id()], 1);
+}
+
+static void *event_waiter(void *arg)
+{
+    (void)arg;
+    int me = weft_vcore_id();
+    uint64_t t0 = weft_now_ns(); /* a call in the loop: TSan's only safe point */
+    while (!atomic_load_explicit(&busy_got[me], memory_order_relaxed))
+        CHECK(weft_now_ns() - t0 < PROMPT_NS,
+              "vcore %d: the event posted as it started this uthread never came (%.0f ms)",
+              me, (double)PROMPT_NS / 1e6);
+    return NULL;
+}
+
+static void check_event_while_starting(void)
+{
+    check_phase("an event to a vcore starting a uthread");
+    int nv = weft_num_vcores();
+    for (int r = 0; r < BUSY_ROUNDS; r++) {
+        for (int v = 0; v < nv; v++)
+            atomic_store(&busy_got[v], 0);
+        weft_t t = spawn_ex(event_waiter, NULL, 0, 0, "waiter");
+        for (volatile int k = 0; k < (r % 16) * 40; k++) /* vary where the post lands */
+            ;
+        for (int v = 0; v < nv; v++)
+            CHECK_RC(weft_vcore_notify(v, T_BUSY, 0), 0);
+        join(t);
+        if (r % 50 == 49)
+            wait_ns(MS(2)); /* some rounds start from parked vcores */
+    }
+}
+
 /* ---- (e) --------------------------------------------------------------------------- */
 
 static void check_restart(void)
@@ -441,11 +495,13 @@ int main(void)
     CHECK_RC(weft_event_register(T_HOP, hop_handler, NULL), 0);
     CHECK_RC(weft_event_register(T_WAKE, wake_handler, &woken_by_handler), 0);
     CHECK_RC(weft_event_register(T_IDLE, idle_handler, NULL), 0);
+    CHECK_RC(weft_event_register(T_BUSY, busy_handler, NULL), 0);
     check_table(error_rows);
 
     check_exactly_once();
     check_from_handlers();
     check_idle_vcores("idle vcores are woken");
+    check_event_while_starting();
     check_restart();
     check_dump();
     fprintf(stderr, "events: ok (%d vcores)\n", weft_num_vcores());
