@@ -880,6 +880,10 @@ bool weft__io_stale(uint64_t now);
 void weft__io_poll_if_stale(uint64_t now);
 /* weft__io_wakeup() interrupts the vcore blocked in weft__io_poll(). */
 void weft__io_wakeup(void);
+/* weft__io_wakeup_signal_safe() is weft__io_wakeup() from a signal handler:
+ * done (true) if the poller's wake-up takes no lock (epoll's eventfd), else
+ * false and nothing done. */
+bool weft__io_wakeup_signal_safe(void);
 
 /* ---- timers (alarm.c) ------------------------------------------------------- */
 

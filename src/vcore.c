@@ -519,16 +519,21 @@ static void idle_remove_locked(struct weft__vcore *vc)
  * sleeps there. Dekker with vcore_sleep(): we set park.word then read
  * park.in_poller, it sets park.in_poller then reads park.word (both
  * seq_cst), so either it does not go to sleep or we interrupt the poller.
- * in_handler: the caller is a signal handler, which must not take the
- * poller's own wake-up path (it may take a lock): it interrupts the poller
- * with the notification signal instead. vcore_signal() is the usual call. */
+ * in_handler: the caller is a signal handler, which may take the poller's
+ * own wake-up path only where that takes no lock (epoll's eventfd write);
+ * else (io_uring) it interrupts the poller with the notification signal,
+ * which is lost if it lands before the poller blocks (in_poller set, the
+ * system call not yet entered): the handler's retry timer then ends the
+ * wait within 200 us. vcore_signal() is the usual call. */
 static void vcore_signal_how(struct weft__vcore *vc, bool in_handler)
 {
     atomic_store_explicit(WEFT__AT(&vc->park.word), 1, memory_order_seq_cst);
     if (!atomic_load_explicit(&vc->park.in_poller, memory_order_seq_cst))
         weft__futex_wake(&vc->park.word, 1);
-    else if (in_handler)
-        weft__notif_signal(vc); /* EINTR: the poller's own wake-up may take a lock */
+    else if (in_handler) {
+        if (!weft__io_wakeup_signal_safe())
+            weft__notif_signal(vc); /* EINTR: the poller's own wake-up may take a lock */
+    }
     else
         weft__io_wakeup();
 }

@@ -172,6 +172,15 @@ void weft__io_wakeup(void)
         p->wakeup();
 }
 
+bool weft__io_wakeup_signal_safe(void)
+{
+    const struct weft__poller_ops *p = atomic_load_explicit(&weft__poller, memory_order_acquire);
+    if (!p || !p->wakeup_signal_safe)
+        return false;
+    p->wakeup();
+    return true;
+}
+
 /* ---- classification ---------------------------------------------------------- */
 
 /* classify() decides how weft treats f on first use; f->lock held. */

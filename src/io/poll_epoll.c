@@ -158,5 +158,6 @@ const struct weft__poller_ops weft__poll_epoll = {
     .wait = wait_epoll,
     .forget = forget_epoll,
     .wakeup = wakeup_epoll,
+    .wakeup_signal_safe = true, /* one write(2) to the eventfd */
     .file_rw = NULL,
 };

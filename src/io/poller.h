@@ -37,6 +37,8 @@ struct weft__poller_ops {
     void (*forget)(void);
     /* Makes a blocked wait() return soon. Any thread. */
     void (*wakeup)(void);
+    /* wakeup() is async-signal-safe (no lock): a signal handler may call it. */
+    bool wakeup_signal_safe;
     /* Regular-file read or write through the backend (may be NULL): returns
      * the result or -errno; off -1 = the file position. Uthreads only. */
     ssize_t (*file_rw)(bool write, int fd, void *buf, size_t n, off_t off);
