@@ -233,10 +233,12 @@ static void check_wd_backtraces(void)
                      "thread apply all bt", NULL };
     char *envp[] = { "PATH=/usr/bin:/bin", NULL };
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-    /* The raw system calls: no fork handlers, no sanitizer interceptors. */
+    /* The raw system calls: no fork handlers, no sanitizer interceptors (a
+     * fork with SIGCHLD and no stack: clone's argument order, which differs
+     * between x86-64 and aarch64, does not matter). */
     long child = syscall(SYS_clone, (long)SIGCHLD, 0L, 0L, 0L, 0L);
     if (child == 0) {
-        syscall(SYS_dup2, 2, 1);
+        syscall(SYS_dup3, 2, 1, 0); /* dup2: not on aarch64 */
         syscall(SYS_execve, gdb, argv, envp);
         syscall(SYS_exit_group, 127);
     }
