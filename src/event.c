@@ -380,9 +380,13 @@ int weft_notifs_disable(void)
     if (!ut)
         return 0;
     if (ut->notif_depth == 0 && !(ut->link.flags & WEFT_PINNED)) {
-        /* Stay here if it blocks: start_on() set link.vcore to this vcore. */
+        /* Stay here if it blocks: start_on() set link.vcore to this vcore.
+         * Counted like any pin, so weft_vcores_release refuses this vcore
+         * while we may block here (a release already under way may still
+         * take it: start_on() then lets us move). */
         ut->link.flags |= WEFT_PINNED;
         ut->notif_pinned = true;
+        atomic_fetch_add_explicit(&vc->npinned, 1, memory_order_relaxed);
     }
     ut->notif_depth++;
     atomic_signal_fence(memory_order_seq_cst); /* the handler reads the depth */
@@ -400,6 +404,7 @@ int weft_notifs_enable(void)
     if (ut->notif_depth == 1 && ut->notif_pinned) {
         ut->link.flags &= ~(unsigned)WEFT_PINNED;
         ut->notif_pinned = false;
+        atomic_fetch_sub_explicit(&vc->npinned, 1, memory_order_relaxed);
     }
     atomic_signal_fence(memory_order_seq_cst);
     ut->notif_depth--;

@@ -115,6 +115,21 @@ static void switch_out(struct weft__vcore *vc, struct weft_uthread *ut, void (*e
     switch_end();
 }
 
+/* pin_moved(): t, pinned to another vcore, was dequeued here. Only a pin
+ * of weft_notifs_disable() to a vcore that went offline meanwhile may move
+ * (a release under way when the pin was taken: nothing can run it there);
+ * its count moves with it. Anything else is a scheduler that ran a pinned
+ * uthread on the wrong vcore. */
+static WEFT__NOINLINE void pin_moved(struct weft__vcore *vc, struct weft_uthread *t)
+{
+    struct weft__vcore *was = &weft__rt.vcores[t->link.vcore];
+    if (!t->notif_pinned || atomic_load_explicit(&was->online, memory_order_acquire) == 1)
+        weft__panic("uthread %llu pinned to vcore %d run on vcore %d",
+                    (unsigned long long)t->id, t->link.vcore, vc->id);
+    atomic_fetch_sub_explicit(&was->npinned, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&vc->npinned, 1, memory_order_relaxed);
+}
+
 /* start_on() makes t, dequeued by this vcore, the running uthread of vc:
  * everything of a switch into t but the restore itself. */
 static inline void start_on(struct weft__vcore *vc, struct weft_uthread *t)
@@ -127,8 +142,7 @@ static inline void start_on(struct weft__vcore *vc, struct weft_uthread *t)
                     "runnable uthread may run)", (unsigned long long)t->id, st);
     atomic_store_explicit(&t->state, WEFT__RUNNING, memory_order_relaxed);
     if (WEFT__UNLIKELY(t->link.flags & WEFT_PINNED) && t->link.vcore != vc->id)
-        weft__panic("uthread %llu pinned to vcore %d run on vcore %d",
-                    (unsigned long long)t->id, t->link.vcore, vc->id);
+        pin_moved(vc, t);
     t->link.vcore = vc->id;
     atomic_store_explicit(&vc->nrun, atomic_load_explicit(&vc->nrun, memory_order_relaxed) + 1,
                           memory_order_relaxed);
@@ -544,7 +558,7 @@ uthread_finish(struct weft_uthread *ut, void *result)
         inline_finish(ut, result); /* run by its joiner: back to the joiner */
     ut->result = result;
     struct weft__vcore *vc = weft__vc();
-    if (WEFT__UNLIKELY(ut->link.flags & WEFT_PINNED) && !ut->notif_pinned)
+    if (WEFT__UNLIKELY(ut->link.flags & WEFT_PINNED)) /* a notification pin too */
         atomic_fetch_sub_explicit(&vc->npinned, 1, memory_order_relaxed);
     switch_begin(); /* from here no signal handler's weft call runs here (local_next) */
     bool woke = exit_wake(vc, ut);

@@ -1074,6 +1074,9 @@ static WEFT__NOINLINE void vcore_offline(struct weft__vcore *vc)
         if (idle_of(vc) == WEFT__SPINNING) /* woken from a park to go */
             atomic_fetch_sub_explicit(&rt->nspinning, 1, memory_order_seq_cst);
         set_idle(vc, WEFT__OFFLINE);
+        /* Let go of a run stack first: a stack-copy uthread bound to it
+         * would otherwise be forwarded (pinned) to this offline vcore. */
+        weft__sc_release(vc);
         rt->ops->vcore_down(vc->id);
         atomic_store_explicit(&vc->up, false, memory_order_release); /* partner: release */
     }

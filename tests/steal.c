@@ -7,7 +7,9 @@
  * them), and all on vcore 0 when there is one;
  * weft_vcore_id() is always in range inside a uthread. Then uthreads pinned
  * to each vcore yield, sleep and block on a mutex among another round of busy
- * threads and are never seen running on any other vcore.
+ * threads and are never seen running on any other vcore. And 3000 children
+ * of one uthread (more than a ring holds) all run while it computes without
+ * yielding, on the other vcores.
  */
 #include "check.h"
 
@@ -126,6 +128,39 @@ static void check_spread(int nv)
     }
 }
 
+/* A spawner that queues more uthreads than its ring holds (the rest wait in
+ * ws's spill, which thieves cannot see), then computes without a decision:
+ * idle vcores must still get to all of them (they poke the busy vcore, which
+ * refills its ring from the spill). Before, they ran the ring's 1024 and
+ * parked, and the rest waited for the end of the computation. */
+#define NSPILL 3000
+#define SPILL_BOUND_NS SCALE(MS(5000), MS(60000))
+static atomic_int spill_ran;
+
+static void *spill_child(void *arg)
+{
+    (void)arg;
+    uint64_t end = weft_now_ns() + 20000; /* 20 us of work */
+    while (weft_now_ns() < end)
+        ;
+    atomic_fetch_add(&spill_ran, 1);
+    return NULL;
+}
+
+static void *spill_spawner(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < NSPILL; i++)
+        spawn_ex(spill_child, NULL, WEFT_DETACHED, 0, "child");
+    uint64_t t0 = weft_now_ns();
+    while (atomic_load(&spill_ran) < NSPILL) /* computing: no yield (a call: TSan's safe point) */
+        CHECK(weft_now_ns() - t0 < SPILL_BOUND_NS,
+              "%d of %d children ran while their spawner computed for %.0f ms: the rest wait "
+              "where no idle vcore finds them", atomic_load(&spill_ran), NSPILL,
+              (double)SPILL_BOUND_NS / 1e6);
+    return NULL;
+}
+
 int main(void)
 {
     check_watchdog(WATCHDOG_SECS);
@@ -156,6 +191,10 @@ int main(void)
           "pinned threads ran off their vcore %d times (first: on %d, pinned to %d)",
           atomic_load(&pin_violations), bad / 1000, bad % 1000);
     CHECK(pin_counter == 30L * npins, "pinned counter %ld", pin_counter);
+    if (nv >= 2) {
+        check_phase("children queued past the ring, spawner computing");
+        join(spawn(spill_spawner, NULL));
+    }
     fprintf(stderr, "steal: ok (%d vcores)\n", nv);
     weft_shutdown();
     return 0;

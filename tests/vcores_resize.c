@@ -98,6 +98,87 @@ static int want_vcores(void)
     return e && *e ? atoi(e) : 0;
 }
 
+/* A stack-copy uthread running on a vcore being released: it moves, and
+ * its run stack with it (before, the vcore went down still holding the run
+ * stack, the uthread was forwarded back to it, pinned, and never ran). */
+static _Atomic int sc_on = -1, sc_stop, sc_done;
+
+static void *sc_spinner(void *arg)
+{
+    (void)arg;
+    atomic_store(&sc_on, weft_vcore_id());
+    while (!atomic_load(&sc_stop))
+        (void)weft_now_ns(); /* a call: TSan's only safe point */
+    atomic_store(&sc_done, 1);
+    return NULL;
+}
+
+/* A uthread that blocks with notifications disabled stays on its vcore:
+ * that vcore may not be released meanwhile (before, it was, and the sleeper
+ * woke into its inbox, never drained). */
+static _Atomic int np_on = -1, np_done;
+
+static void *notif_sleeper(void *arg)
+{
+    (void)arg;
+    CHECK_RC(weft_notifs_disable(), 0);
+    atomic_store(&np_on, weft_vcore_id());
+    CHECK_RC(weft_sleep_ns(MS(50)), 0);
+    CHECK(weft_vcore_id() == atomic_load(&np_on), "moved from vcore %d to %d while its "
+          "notifications were off", atomic_load(&np_on), weft_vcore_id());
+    CHECK_RC(weft_notifs_enable(), 0);
+    atomic_store(&np_done, 1);
+    return NULL;
+}
+
+/* WEFT_ON_VCORE is where a uthread starts, unless an idle vcore steals it
+ * first: the two cases below retry until theirs starts on vcore n. */
+#define PLACE_TRIES 50
+
+static void check_release_under(int n)
+{
+    check_phase("a release under a stack-copy uthread");
+    CHECK_RC(weft_vcores_request(1), 0);
+    weft_attr_t a = { .flags = WEFT_STACK_COPY | WEFT_ON_VCORE, .vcore = n };
+    weft_t t = NULL;
+    int tries = 0;
+    for (;; tries++) {
+        CHECK(tries < PLACE_TRIES, "the spinner never started on vcore %d", n);
+        atomic_store(&sc_on, -1);
+        atomic_store(&sc_stop, 0);
+        atomic_store(&sc_done, 0);
+        CHECK_RC(weft_spawn(&t, &a, sc_spinner, NULL), 0);
+        WAIT_UNTIL(atomic_load(&sc_on) >= 0, "the stack-copy spinner starts");
+        if (atomic_load(&sc_on) == n)
+            break;
+        atomic_store(&sc_stop, 1);
+        join(t);
+    }
+    CHECK_RC(weft_vcores_release(1), 0);
+    atomic_store(&sc_stop, 1);
+    WAIT_UNTIL(atomic_load(&sc_done), "the stack-copy uthread runs again after the release");
+    join(t);
+
+    check_phase("a release under a sleeper with notifications off");
+    CHECK_RC(weft_vcores_request(1), 0);
+    a.flags = WEFT_ON_VCORE;
+    for (tries = 0;; tries++) {
+        CHECK(tries < PLACE_TRIES, "the sleeper never started on vcore %d", n);
+        atomic_store(&np_on, -1);
+        atomic_store(&np_done, 0);
+        CHECK_RC(weft_spawn(&t, &a, notif_sleeper, NULL), 0);
+        WAIT_UNTIL(atomic_load(&np_on) >= 0, "the sleeper starts");
+        if (atomic_load(&np_on) == n)
+            break;
+        join(t);
+    }
+    CHECK_RC(weft_vcores_release(1), EBUSY);
+    join(t);
+    CHECK(atomic_load(&np_done), "the sleeper did not finish");
+    CHECK_RC(weft_vcores_release(1), 0);
+    CHECK(weft_num_vcores() == n, "%d online", weft_num_vcores());
+}
+
 int main(void)
 {
     check_watchdog(WATCHDOG_SECS);
@@ -163,6 +244,7 @@ int main(void)
     join(t);
     join(h);
     CHECK(weft_num_vcores() == n, "%d online", weft_num_vcores());
+    check_release_under(n);
 
     check_phase("resize under load");
     atomic_store(&gen, 0);

@@ -1081,8 +1081,15 @@ static void push_away(int v, struct weft_uthread *t)
 static int target(struct weft_uthread *t)
 {
     int v = L(t)->vcore, n = weft_num_vcores();
-    if (v >= 0 && (v < n || is_pinned(t)))
+    if (v >= 0 && v < n)
         return v;
+    /* Pinned to a vcore that is offline: weft_vcores_release refuses a vcore
+     * with WEFT_PINNED uthreads, so this is a stack-copy uthread forwarded
+     * to its run stack's holder (weft__sc_wake, forward), which that vcore
+     * let go of when it went down: any online vcore may run it (sc_enter
+     * clears the pin). Left in the offline vcore's inbox it is lost. */
+    if (v >= 0 && is_pinned(t))
+        return 0;
     if (n < 1)
         return 0;
     unsigned last = atomic_load_explicit(&rr, memory_order_relaxed) % (unsigned)n;

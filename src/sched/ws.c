@@ -54,7 +54,11 @@
  * victim's head (Go's runqgrab). What does not fit in a ring waits in its
  * spill, an array only the owner touches, in order behind the ring's
  * uthreads; the owner refills the ring from it when the ring runs empty,
- * so thieves see the oldest uthreads of a long queue. (Go moves half a full
+ * so thieves see the oldest uthreads of a long queue. A spill is invisible
+ * to thieves: one that finds nothing else treats a busy vcore whose
+ * `spilled` flag is up like one with a stuck `next` (below) and pokes it,
+ * and the owner refills its rings from the spill there (ops->poked), so
+ * spilled uthreads never wait for the end of one long-running uthread. (Go moves half a full
  * runq to its global queue instead; with tens of thousands of uthreads
  * per vcore that reorders them and walks cold uthreads on every move.)
  *
@@ -129,6 +133,8 @@ struct vq {
      * join took 0.6x the time it took with one line). */
     _Alignas(64) _Atomic uint32_t head[2]; /* oldest queued: the owner and thieves advance it */
     _Alignas(64) _Atomic uint32_t tail[2]; /* next free slot: written by the owner only */
+    _Atomic bool spilled;            /* a spill holds uthreads (owner writes; thieves
+                                        that find the rings empty poke for a refill) */
     _Atomic bool inbox_stealable;    /* inbox holds unpinned uthreads (placed at spawn),
                                         which thieves may take: here, on a line thieves
                                         read anyway (ring_len), not on inbox_lock's, which
@@ -235,6 +241,8 @@ static __attribute__((noinline)) void spill_push(struct vq *q, int c, struct wef
         *sp = (struct spill){ v, 0, n, cap };
     }
     sp->v[(sp->head + sp->n++) & (sp->cap - 1)] = t;
+    if (sp->n == 1)
+        atomic_store_explicit(&q->spilled, true, memory_order_relaxed);
 }
 
 /* spill_refill() moves the oldest of ring c's spill into the ring. */
@@ -255,6 +263,8 @@ static __attribute__((noinline)) void spill_refill(struct vq *q, int c)
     }
     if (sp->n == 0 && sp->cap > 4 * RING) /* a burst is over: give its memory back */
         spill_unmap(sp);
+    if (q->spill[W].n == 0 && q->spill[P].n == 0)
+        atomic_store_explicit(&q->spilled, false, memory_order_relaxed);
 }
 
 /* q_push() queues t at the back of vcore q's ring c (its owner calls). */
@@ -602,7 +612,9 @@ static void last_looks(int me, int start)
     int n = 0;
     for (int i = 0; i < nvq && n < LAST_LOOKS; i++) {
         int v = start + i < nvq ? start + i : start + i - nvq;
-        if (v != me && atomic_load_explicit(&vqs[v].next, memory_order_relaxed) && weft_vcore_busy(v)) {
+        if (v != me && (atomic_load_explicit(&vqs[v].next, memory_order_relaxed) ||
+                        atomic_load_explicit(&vqs[v].spilled, memory_order_relaxed)) &&
+            weft_vcore_busy(v)) {
             ids[n] = v;
             seen[n++] = weft_vcore_decisions(v);
         }
@@ -614,7 +626,9 @@ static void last_looks(int me, int start)
         ;
     for (int i = 0; i < n; i++)
         if (weft_vcore_decisions(ids[i]) == seen[i] &&
-            atomic_load_explicit(&vqs[ids[i]].next, memory_order_relaxed) && weft_vcore_busy(ids[i]))
+            (atomic_load_explicit(&vqs[ids[i]].next, memory_order_relaxed) ||
+             atomic_load_explicit(&vqs[ids[i]].spilled, memory_order_relaxed)) &&
+            weft_vcore_busy(ids[i]))
             weft_vcore_poke(ids[i]);
 }
 
@@ -679,7 +693,8 @@ static struct weft_uthread *steal(int me)
             t = inbox_grab(vq, q);
         if (t)
             return t;
-        if (look && atomic_load_explicit(&vq->next, memory_order_relaxed) &&
+        if (look && (atomic_load_explicit(&vq->next, memory_order_relaxed) ||
+                     atomic_load_explicit(&vq->spilled, memory_order_relaxed)) &&
             weft_vcore_busy(v)) {
             watch_next(q, v);
             watched |= q->poke_victim == v;
@@ -826,12 +841,19 @@ static void poked_ws(void)
 {
     struct vq *q = &vqs[weft_vcore_id()];
     struct weft_uthread *t = atomic_load_explicit(&q->next, memory_order_relaxed);
+    bool more = false;
+    for (int c = W; c <= P; c++)
+        if (q->spill[c].n && ring_len(q, c) < RING / 2) {
+            spill_refill(q, c); /* make the spill stealable */
+            more = true;
+        }
     if (t) {
         atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
         queue_here(q, t, false);
-        if (!solo)
-            weft_vcore_kick_local(); /* the poker may have parked since */
+        more = true;
     }
+    if (more && !solo)
+        weft_vcore_kick_local(); /* the poker may have parked since */
 }
 
 /* reclaim_ws(): t is taken back if it waits in next, which only we use. */
@@ -868,6 +890,7 @@ static int init_ws(int nvcores)
         for (int c = W; c <= P; c++) {
             atomic_init(&q->head[c], 0);
             atomic_init(&q->tail[c], 0);
+            atomic_init(&q->spilled, false);
             q->head_seen[c] = 0;
             q->spill[c] = (struct spill){ NULL, 0, 0, 0 };
         }
