@@ -125,7 +125,10 @@ int weft_vcore_notify(int vcore, unsigned type, uintptr_t payload);
 /* weft_notifs_disable() holds off notifications and preemption for the
  * calling uthread until the matching weft_notifs_enable(); calls nest (a
  * depth count). While disabled the uthread stays on its vcore, also if it
- * blocks. Returns 0; a no-op outside a uthread. */
+ * blocks (weft_vcores_release refuses that vcore meanwhile, EBUSY, as for a
+ * WEFT_PINNED uthread; a release already under way when it disables may
+ * still take the vcore, and the uthread then moves). Returns 0; a no-op
+ * outside a uthread. */
 int weft_notifs_disable(void);
 
 /* weft_notifs_enable() undoes one weft_notifs_disable(); at depth 0 it

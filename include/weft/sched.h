@@ -229,7 +229,8 @@ int weft_vcores_request(int n);
  * goes on elsewhere) and hands its queued uthreads to the others; their
  * kernel threads sleep until requested again. Returns once they are
  * offline: 0, EINVAL (n < 1, or it would leave no vcore online), EBUSY
- * (one of them has WEFT_PINNED uthreads, which can run nowhere else:
+ * (one of them has WEFT_PINNED uthreads, or one with notifications
+ * disabled, weft_notifs_disable(), which can run nowhere else:
  * nothing changes), ENOTSUP, EAGAIN or EDEADLK as for weft_vcores_request.
  * Any context but vcore context; a uthread may release its own vcore (it
  * moves). */
