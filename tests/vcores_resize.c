@@ -131,25 +131,51 @@ static void *notif_sleeper(void *arg)
     return NULL;
 }
 
-/* WEFT_ON_VCORE is where a uthread starts, unless an idle vcore steals it
- * first: the two cases below retry until theirs starts on vcore n. */
+/* WEFT_ON_VCORE is where a uthread starts unless an idle vcore steals it
+ * first (vcore n, just requested, may still be waking): a hog pinned to
+ * vcore 0 keeps it busy until the uthread has started, and the start is
+ * retried until it lands on vcore n. */
 #define PLACE_TRIES 50
+static _Atomic int hog_up;
+static _Atomic int *hog_until; /* the started uthread's vcore word */
+
+static void *hog0(void *arg)
+{
+    (void)arg;
+    atomic_store(&hog_up, 1);
+    uint64_t t0 = weft_now_ns();
+    while (atomic_load(hog_until) < 0 && weft_now_ns() - t0 < MS(200))
+        ;
+    return NULL;
+}
+
+/* start_on_top() starts fn on vcore n with flags; false if it started
+ * elsewhere (then it runs on: the caller stops it). */
+static bool start_on_top(void *(*fn)(void *), unsigned flags, int n, _Atomic int *on,
+                         weft_t *t)
+{
+    atomic_store(on, -1);
+    hog_until = on;
+    atomic_store(&hog_up, 0);
+    weft_t h = spawn_ex(hog0, NULL, WEFT_PINNED, 0, "hog");
+    WAIT_UNTIL(atomic_load(&hog_up), "the hog runs on vcore 0");
+    weft_attr_t a = { .flags = flags | WEFT_ON_VCORE, .vcore = n };
+    CHECK_RC(weft_spawn(t, &a, fn, NULL), 0);
+    WAIT_UNTIL(atomic_load(on) >= 0, "the uthread starts");
+    join(h);
+    return atomic_load(on) == n;
+}
 
 static void check_release_under(int n)
 {
     check_phase("a release under a stack-copy uthread");
     CHECK_RC(weft_vcores_request(1), 0);
-    weft_attr_t a = { .flags = WEFT_STACK_COPY | WEFT_ON_VCORE, .vcore = n };
     weft_t t = NULL;
-    int tries = 0;
-    for (;; tries++) {
+    for (int tries = 0;; tries++) {
         CHECK(tries < PLACE_TRIES, "the spinner never started on vcore %d", n);
-        atomic_store(&sc_on, -1);
         atomic_store(&sc_stop, 0);
         atomic_store(&sc_done, 0);
-        CHECK_RC(weft_spawn(&t, &a, sc_spinner, NULL), 0);
-        WAIT_UNTIL(atomic_load(&sc_on) >= 0, "the stack-copy spinner starts");
-        if (atomic_load(&sc_on) == n)
+        if (start_on_top(sc_spinner, WEFT_STACK_COPY, n, &sc_on, &t))
             break;
         atomic_store(&sc_stop, 1);
         join(t);
@@ -161,14 +187,10 @@ static void check_release_under(int n)
 
     check_phase("a release under a sleeper with notifications off");
     CHECK_RC(weft_vcores_request(1), 0);
-    a.flags = WEFT_ON_VCORE;
-    for (tries = 0;; tries++) {
+    for (int tries = 0;; tries++) {
         CHECK(tries < PLACE_TRIES, "the sleeper never started on vcore %d", n);
-        atomic_store(&np_on, -1);
         atomic_store(&np_done, 0);
-        CHECK_RC(weft_spawn(&t, &a, notif_sleeper, NULL), 0);
-        WAIT_UNTIL(atomic_load(&np_on) >= 0, "the sleeper starts");
-        if (atomic_load(&np_on) == n)
+        if (start_on_top(notif_sleeper, 0, n, &np_on, &t))
             break;
         join(t);
     }
