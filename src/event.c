@@ -73,9 +73,8 @@ static void attention(struct weft__vcore *vc)
         return; /* vcore context, or disabled: the next decision or enable sees it */
     }
     weft_vcore_wake(vc->id);
-    if (weft_vcore_busy(vc->id) &&
-        !atomic_exchange_explicit(&vc->ev.notif_sent, true, memory_order_seq_cst))
-        weft__notif_signal(vc);
+    if (weft_vcore_busy(vc->id))
+        weft__notif_tell(vc);
 }
 
 int weft_vcore_notify(int vcore, unsigned type, uintptr_t payload)
@@ -140,8 +139,7 @@ void weft_vcore_preempt(int id)
          * parked or spinning vcore decides anyway when it has work. */
         if (vc != me && weft_vcore_busy(id)) {
             weft_sched_note_shared(1);
-            if (!atomic_exchange_explicit(&vc->ev.notif_sent, true, memory_order_seq_cst))
-                weft__notif_signal(vc);
+            weft__notif_tell(vc);
         }
     }
     if (!me)
@@ -216,9 +214,8 @@ static void sig_attention(struct weft__vcore *vc)
     if (vc == weft__vc())
         return;
     weft__vcore_wake_signal_safe(vc);
-    if (weft_vcore_busy(vc->id) &&
-        !atomic_exchange_explicit(&vc->ev.notif_sent, true, memory_order_seq_cst))
-        weft__notif_signal(vc);
+    if (weft_vcore_busy(vc->id))
+        weft__notif_tell(vc);
 }
 
 static struct weft__vcore *defer_target(struct weft__vcore *vc, int hint)

@@ -742,6 +742,13 @@ bool weft__yield_flags_wanted(void);
 void weft__notif_repoll(void);
 /* weft__notif_signal() interrupts vc's kernel thread (preempt.c). */
 void weft__notif_signal(struct weft__vcore *vc);
+/* weft__notif_tell() signals vc for the events posted to it, unless a
+ * signal is in flight already (ev.notif_sent; see event.c). */
+static inline void weft__notif_tell(struct weft__vcore *vc)
+{
+    if (!atomic_exchange_explicit(&vc->ev.notif_sent, true, memory_order_seq_cst))
+        weft__notif_signal(vc);
+}
 /* weft__notif_signo() is the notification signal's number (the board tells
  * other processes' vcores with it: from another process it means "look
  * again", WEFT__EV_RESCHED). */

@@ -623,6 +623,20 @@ static void arm_tick(struct weft__vcore *vc, unsigned us)
     timer_settime((timer_t)vc->tick.ptimer, 0, &its, NULL);
 }
 
+/* arm_current() arms vc's own tick for the current period (off: disarms
+ * it). A weft_set_preempt_period() between our read of the period and our
+ * arming may have armed us first: arm until the period we armed for is the
+ * current one (else a vcore waking up could re-arm a period just turned
+ * off). */
+static void arm_current(struct weft__vcore *vc, bool off)
+{
+    unsigned us;
+    do {
+        us = atomic_load_explicit(&period_us, memory_order_seq_cst);
+        arm_tick(vc, off ? 0 : us);
+    } while (us != atomic_load_explicit(&period_us, memory_order_seq_cst));
+}
+
 static bool period_ok(unsigned us)
 {
     return us == 0 || (us >= 10 && us <= 10000000u);
@@ -726,32 +740,15 @@ void weft__notif_vcore_start(struct weft__vcore *vc)
     vc->tick.ptimer = (void *)t[0];
     vc->tick.rtimer = (void *)t[1];
     atomic_store_explicit(&vc->tick.has_timers, true, memory_order_release);
-    /* A weft_set_preempt_period() between our load and our arming may have
-     * armed us first: arm until the period we armed is the current one. */
-    unsigned us;
-    do {
-        us = atomic_load_explicit(&period_us, memory_order_seq_cst);
-        arm_tick(vc, use_ticker() ? 0 : us);
-    } while (us != atomic_load_explicit(&period_us, memory_order_seq_cst));
+    arm_current(vc, use_ticker());
     ticker_poke();
 }
 
 void weft__notif_sleeping(struct weft__vcore *vc, bool asleep)
 {
-    unsigned us = atomic_load_explicit(&period_us, memory_order_relaxed);
-    if (!us || use_ticker() || !atomic_load_explicit(&vc->tick.has_timers, memory_order_relaxed))
-        return;
-    /* As in weft__notif_vcore_start: a weft_set_preempt_period() between
-     * our read and our arming may have armed us first; arm again until the
-     * period we armed for is the current one (else waking, we would re-arm
-     * a period the program has just turned off). */
-    for (;;) {
-        arm_tick(vc, asleep ? 0 : us);
-        unsigned now = atomic_load_explicit(&period_us, memory_order_seq_cst);
-        if (now == us)
-            break;
-        us = now;
-    }
+    if (atomic_load_explicit(&period_us, memory_order_relaxed) && !use_ticker() &&
+        atomic_load_explicit(&vc->tick.has_timers, memory_order_relaxed))
+        arm_current(vc, asleep);
 }
 
 void weft__notif_vcore_stop(struct weft__vcore *vc)

@@ -776,9 +776,8 @@ void weft__vcore_wake_signal_safe(struct weft__vcore *vc)
 static void events_after_idle(struct weft__vcore *vc)
 {
     atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&vc->ev.bits, memory_order_relaxed) &&
-        !atomic_exchange_explicit(&vc->ev.notif_sent, true, memory_order_seq_cst))
-        weft__notif_signal(vc);
+    if (atomic_load_explicit(&vc->ev.bits, memory_order_relaxed))
+        weft__notif_tell(vc);
 }
 
 /* weft__vcore_became_busy() runs when an idle vcore found work (step 2/3). */
@@ -1176,9 +1175,8 @@ int weft_vcores_release(int n)
             struct weft__vcore *vc = &rt->vcores[i];
             weft__event_post_bits(vc, 1ull << WEFT__EV_RESCHED);
             weft_vcore_wake(i);
-            if (vc != weft__vc_at_entry() && weft_vcore_busy(i) &&
-                !atomic_exchange_explicit(&vc->ev.notif_sent, true, memory_order_seq_cst))
-                weft__notif_signal(vc); /* our own vcore: our wait below leaves it */
+            if (vc != weft__vc_at_entry() && weft_vcore_busy(i))
+                weft__notif_tell(vc); /* our own vcore: our wait below leaves it */
         }
         for (int i = cur - n; i < cur; i++) {
             struct weft__vcore *vc = &rt->vcores[i];

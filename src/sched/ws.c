@@ -572,6 +572,14 @@ static struct weft_uthread *take_yield_ws(int me, struct weft_uthread *self, int
 /* watch_next() is a thief looking at victim v, which has nothing stealable
  * but a uthread in next: poke v if its decisions have not moved for
  * POKE_LOOKS of our looks (it runs one uthread all along). */
+/* hidden(): q's vcore holds uthreads no thief can take, in next or a
+ * spill: worth a poke if it runs one uthread for long. */
+static inline bool hidden(struct vq *q)
+{
+    return atomic_load_explicit(&q->next, memory_order_relaxed) ||
+           atomic_load_explicit(&q->spilled, memory_order_relaxed);
+}
+
 static void watch_next(struct vq *q, int v)
 {
     if (q->poke_victim >= 0 && q->poke_victim != v)
@@ -612,9 +620,7 @@ static void last_looks(int me, int start)
     int n = 0;
     for (int i = 0; i < nvq && n < LAST_LOOKS; i++) {
         int v = start + i < nvq ? start + i : start + i - nvq;
-        if (v != me && (atomic_load_explicit(&vqs[v].next, memory_order_relaxed) ||
-                        atomic_load_explicit(&vqs[v].spilled, memory_order_relaxed)) &&
-            weft_vcore_busy(v)) {
+        if (v != me && hidden(&vqs[v]) && weft_vcore_busy(v)) {
             ids[n] = v;
             seen[n++] = weft_vcore_decisions(v);
         }
@@ -626,9 +632,7 @@ static void last_looks(int me, int start)
         ;
     for (int i = 0; i < n; i++)
         if (weft_vcore_decisions(ids[i]) == seen[i] &&
-            (atomic_load_explicit(&vqs[ids[i]].next, memory_order_relaxed) ||
-             atomic_load_explicit(&vqs[ids[i]].spilled, memory_order_relaxed)) &&
-            weft_vcore_busy(ids[i]))
+            hidden(&vqs[ids[i]]) && weft_vcore_busy(ids[i]))
             weft_vcore_poke(ids[i]);
 }
 
@@ -693,9 +697,7 @@ static struct weft_uthread *steal(int me)
             t = inbox_grab(vq, q);
         if (t)
             return t;
-        if (look && (atomic_load_explicit(&vq->next, memory_order_relaxed) ||
-                     atomic_load_explicit(&vq->spilled, memory_order_relaxed)) &&
-            weft_vcore_busy(v)) {
+        if (look && hidden(vq) && weft_vcore_busy(v)) {
             watch_next(q, v);
             watched |= q->poke_victim == v;
         }
