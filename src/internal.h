@@ -135,6 +135,8 @@ struct weft_uthread {
     bool guarded;                    /* PROT_NONE page below stack_lo; else canary, or copy */
     bool copy;                       /* stack-copy: runs on a run stack; fixed at spawn */
     uint8_t copy_flags;              /* WEFT__SC_*; the vcore running or switching it */
+    uint8_t canary_tick;             /* switches out since spawn, mod 256 (stack.c); the
+                                        vcore switching it out */
     uint32_t copy_len;               /* stack-copy: bytes in copy_buf */
     void *copy_buf;                  /* stack-copy: its stack while switched out, or NULL */
     struct weft__runstack *rs;       /* stack-copy: its run stack, NULL until it first runs

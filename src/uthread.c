@@ -378,7 +378,7 @@ static WEFT__NOINLINE void runnable_outside(struct weft_uthread *t)
     atomic_store_explicit(&t->state, WEFT__RUNNABLE, memory_order_relaxed);
     t->link.waker = -1;
     t->link.by_uthread = 0;
-    if (WEFT__UNLIKELY(t->rs != NULL))
+    if (WEFT__UNLIKELY(t->copy && t->rs != NULL))
         weft__sc_wake(-1, t);
     weft__crit_enter();
     weft__rt.thread_runnable(t);
@@ -411,7 +411,9 @@ static inline void runnable_by(struct weft__vcore *vc, struct weft_uthread *t, i
     atomic_store_explicit(&t->state, WEFT__RUNNABLE, memory_order_relaxed);
     t->link.waker = vc->id;
     t->link.by_uthread = by;
-    if (WEFT__UNLIKELY(t->rs != NULL)) { /* a started stack-copy uthread */
+    /* copy first: rs lies in the struct's second line, which nothing else
+     * on this path reads. */
+    if (WEFT__UNLIKELY(t->copy && t->rs != NULL)) { /* a started stack-copy uthread */
         runnable_copy(vc, t);
         return;
     }

@@ -14,11 +14,15 @@
  * pointer (before the fix: killed without a word; not in TSan builds); and
  * a recursion on an unguarded canary stack (WEFT_MAX_GUARDED_STACKS=0),
  * which faults wherever it lands below (before: a plain SIGSEGV; not in
- * ASan builds, see main).
+ * ASan builds, see main); and an unguarded stack whose canary was
+ * overwritten without a fault, reported at a later switch out (canary-yield)
+ * or when its stack is freed (canary-exit).
  *
  * Usage as a child: stack_overflow child <name> <stack_size>.
  */
 #include "child.h"
+
+#include "../src/internal.h" /* white-box: a uthread's stack_lo, for the canary cases */
 
 #include <inttypes.h>
 
@@ -92,6 +96,25 @@ static void *sigframe_diver(void *arg)
     return NULL;
 }
 
+/* canary_writer() overwrites its own stack's canary (the lowest word of an
+ * unguarded stack: what an overflow reaches first), as an overflow that
+ * returned before anything faulted would, then yields (canary-yield: the
+ * canary is read at one switch out in CANARY_EVERY) or returns (canary-exit:
+ * it is read when the stack is freed). */
+static void *canary_writer(void *arg)
+{
+    bool yield = arg != NULL;
+    struct weft_uthread *me = weft_self();
+    fprintf(stderr, "child: diver id %" PRIu64 "\n", weft_id(me));
+    fflush(stderr);
+    CHECK(!me->guarded && !me->copy, "the canary writer runs on a guarded stack");
+    *(volatile uint64_t *)(void *)me->stack_lo = 1;
+    if (yield)
+        for (int i = 0; i < 64; i++)
+            weft_yield();
+    return NULL;
+}
+
 static void *sibling(void *arg)
 {
     (void)arg;
@@ -115,7 +138,13 @@ static int child_main(const char *name, size_t size)
         spawn_ex(sibling, NULL, WEFT_DETACHED, 0, "sibling");
     weft_attr_t a = { .stack_size = size, .name = name };
     weft_t t;
-    CHECK_RC(weft_spawn(&t, &a, sigframe ? sigframe_diver : diver, NULL), 0);
+    void *(*fn)(void *) = sigframe ? sigframe_diver : diver;
+    void *arg = NULL;
+    if (strncmp(name, "canary-", 7) == 0 && strcmp(name, "canary-diver") != 0) {
+        fn = canary_writer;
+        arg = strcmp(name, "canary-yield") == 0 ? (void *)1 : NULL;
+    }
+    CHECK_RC(weft_spawn(&t, &a, fn, arg), 0);
     join(t);
     fprintf(stderr, "child: the diver came back\n");
     return 3;
@@ -161,6 +190,9 @@ static void run_case_env(const char *name, size_t size, char *const env[])
     if (!strstr(res.err, want))
         fprintf(stderr, "---- child stderr ----\n%s---- end ----\n", res.err);
     CHECK(strstr(res.err, want) != NULL, "child's stderr lacks \"%s\"", want);
+    if (strcmp(name, "canary-yield") == 0 || strcmp(name, "canary-exit") == 0)
+        CHECK(strstr(res.err, "(canary overwritten") != NULL,
+              "%s: the report does not say the canary was found overwritten", name);
     fprintf(stderr, "ok: %s\n", want);
 }
 
@@ -196,6 +228,16 @@ int main(int argc, char **argv)
         run_case_env("canary-diver", 64 * 1024, env);
     }
 #endif
+    /* An overflow that came back before anything faulted, found by the
+     * canary: at a switch out (read at one in 16), or when the stack is
+     * freed. */
+    {
+        char *const env[] = { "WEFT_MAX_GUARDED_STACKS=0", NULL };
+        check_phase("a canary overwritten, then switches out");
+        run_case_env("canary-yield", 64 * 1024, env);
+        check_phase("a canary overwritten, then exit");
+        run_case_env("canary-exit", 64 * 1024, env);
+    }
 #if !TEST_TSAN /* TSan runs signal handlers from its own runtime, on its own terms */
     check_phase("a signal frame that does not fit");
     run_case("sigframe", 64 * 1024);
