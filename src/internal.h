@@ -378,6 +378,7 @@ struct weft__runtime {
     struct weft_uthread *(*take_yield)(int, struct weft_uthread *, int *); /* NULL: none */
     void (*thread_runnable)(struct weft_uthread *);
     int (*reclaim)(int, struct weft_uthread *); /* NULL if the scheduler has none */
+    bool has_blocked;                /* ops->thread_has_blocked != NULL */
     size_t stack_size;               /* default stack size; fixed while running */
     _Alignas(WEFT__CACHELINE) _Atomic int nspinning; /* vcores spinning for work */
     _Atomic int nparked;             /* vcores on the idle list */
@@ -443,7 +444,9 @@ static inline bool weft__interrupted(struct weft__vcore *vc)
     if (!vc)
         return false;
     struct weft_uthread *ut = vc->current;
-    return !ut || ut->in_sched;
+    /* in_sched moves only around an application's ops: the built-in
+     * schedulers' wake-ups leave the struct's second line alone. */
+    return !ut || (weft__rt.sched_foreign && ut->in_sched);
 }
 /* weft__reentered(vc): the same, or running on the vcore's signal stack
  * (an SA_ONSTACK handler): nothing may switch from there either. */

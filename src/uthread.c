@@ -120,12 +120,12 @@ static void switch_out(struct weft__vcore *vc, struct weft_uthread *ut, void (*e
  * (a release under way when the pin was taken: nothing can run it there);
  * its count moves with it. Anything else is a scheduler that ran a pinned
  * uthread on the wrong vcore. */
-static WEFT__NOINLINE void pin_moved(struct weft__vcore *vc, struct weft_uthread *t)
+static WEFT__NOINLINE void pin_moved(struct weft__vcore *vc, struct weft_uthread *t, int from)
 {
-    struct weft__vcore *was = &weft__rt.vcores[t->link.vcore];
+    struct weft__vcore *was = &weft__rt.vcores[from];
     if (!t->notif_pinned || atomic_load_explicit(&was->online, memory_order_acquire) == 1)
         weft__panic("uthread %llu pinned to vcore %d run on vcore %d",
-                    (unsigned long long)t->id, t->link.vcore, vc->id);
+                    (unsigned long long)t->id, from, vc->id);
     atomic_fetch_sub_explicit(&was->npinned, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&vc->npinned, 1, memory_order_relaxed);
 }
@@ -141,13 +141,15 @@ static inline void start_on(struct weft__vcore *vc, struct weft_uthread *t)
         weft__panic("uthread %llu run while in state %d (invariant 1: only a dequeued "
                     "runnable uthread may run)", (unsigned long long)t->id, st);
     atomic_store_explicit(&t->state, WEFT__RUNNING, memory_order_relaxed);
-    if (WEFT__UNLIKELY(t->link.flags & WEFT_PINNED) && t->link.vcore != vc->id)
-        pin_moved(vc, t);
+    int from = t->link.vcore;
     t->link.vcore = vc->id;
     atomic_store_explicit(&vc->nrun, atomic_load_explicit(&vc->nrun, memory_order_relaxed) + 1,
                           memory_order_relaxed);
     vc->current = t;
     *vc->errno_addr = t->err;
+    /* Last, so that the common path keeps nothing across a call. */
+    if (WEFT__UNLIKELY(t->link.flags & WEFT_PINNED) && from != vc->id)
+        pin_moved(vc, t, from);
 }
 
 static void uthread_start(void *arg);
@@ -281,6 +283,7 @@ void weft__sched_resolve(struct weft__runtime *rt)
     }
     if (!rt->take_local)
         rt->take_yield = NULL; /* the hand-off is take_local's: no take_local, no hand-off */
+    rt->has_blocked = ops->thread_has_blocked != NULL;
 }
 
 /* local_pick() asks the scheduler for the local successor of the uthread
@@ -440,7 +443,7 @@ void weft_uthread_runnable(struct weft_uthread *t)
 
 void weft_uthread_blocked(struct weft_uthread *t, int why)
 {
-    if (weft__rt.ops->thread_has_blocked)
+    if (weft__rt.has_blocked)
         weft__rt.ops->thread_has_blocked(t, why);
 }
 
@@ -1164,35 +1167,72 @@ void weft__notif_deliver(struct weft__vcore *vc, struct weft_uthread *ut)
     switch_out(vc, ut, notify_entry);
 }
 
-/* park_handoff_entry() is handoff_entry for weft_park(): publish PARKED,
- * after which weft_unpark() makes the uthread runnable; or, when a token
- * arrived while it was switching out, consume it and make the uthread
- * runnable again (the park returns, as it would have with the token there
- * before the switch). A scheduler that follows blocks hears of this one
- * before it is published, and of the token as a wake-up. */
-static void park_handoff_entry(void *arg)
+/* park_publish() ends a park's switch out: publish ut PARKED, after which
+ * weft_unpark() makes it runnable; or, when a token arrived while it was
+ * switching out, consume it (false: the caller makes ut runnable again, and
+ * the park returns as it would have with the token there before the
+ * switch). */
+static inline bool park_publish(struct weft_uthread *ut)
 {
-    struct weft__vcore *vc = arg;
+    int exp = WEFT__PARK_NONE;
+    if (WEFT__LIKELY(atomic_compare_exchange_strong_explicit(&ut->park, &exp, WEFT__PARK_PARKED,
+                                                             memory_order_seq_cst, memory_order_seq_cst)))
+        return true;
+    /* An RMW, not a store (see weft_park()): a later unpark's TOKEN -> TOKEN
+     * orders its waker's condition store before our re-check only through
+     * the RMW chain on this word. */
+    atomic_exchange_explicit(&ut->park, WEFT__PARK_NONE, memory_order_seq_cst);
+    return false;
+}
+
+/* park_handoff_end() is the rest of a park's hand-off after ut was
+ * published (parked) or found a token (made runnable again here). */
+static WEFT__NOINLINE void park_handoff_end(struct weft__vcore *vc, struct weft_uthread *ut, bool parked)
+{
+    if (!parked)
+        runnable(vc, ut);
+    start_on(vc, vc->handoff_to);
+    vc->handoff_to = NULL;
+}
+
+/* park_handoff_slow() is park_handoff_entry() with per-uthread TLS, a
+ * stack without a guard page (its canary; a run stack to give back) or a
+ * scheduler that follows blocks (it hears of this one before it is
+ * published, and of a token as a wake-up). */
+static WEFT__NOINLINE void park_handoff_slow(struct weft__vcore *vc, struct weft_uthread *ut)
+{
     WEFT__TLS_ENTER(vc, vc->handoff_to); /* before the park word publishes ut */
-    struct weft_uthread *ut = vc->current;
     vc->current = NULL;
-    if (WEFT__UNLIKELY(!ut->guarded)) {
+    if (!ut->guarded) {
         weft__stack_leave(vc, ut);
         weft__sc_release(vc); /* next is not stack-copy (handoff()) */
     }
     atomic_store_explicit(&ut->state, WEFT__BLOCKED, memory_order_relaxed);
-    if (WEFT__UNLIKELY(weft__rt.ops->thread_has_blocked != NULL))
+    if (weft__rt.has_blocked)
         weft_uthread_blocked(ut, WEFT_BLOCK_PARK);
-    int exp = WEFT__PARK_NONE;
-    if (WEFT__UNLIKELY(!atomic_compare_exchange_strong_explicit(&ut->park, &exp, WEFT__PARK_PARKED, memory_order_seq_cst, memory_order_seq_cst))) {
-        /* An RMW, not a store (see weft_park()): a later unpark's TOKEN ->
-         * TOKEN orders its waker's condition store before our re-check only
-         * through the RMW chain on this word. */
-        atomic_exchange_explicit(&ut->park, WEFT__PARK_NONE, memory_order_seq_cst);
-        runnable(vc, ut);
+    park_handoff_end(vc, ut, park_publish(ut));
+}
+
+/* park_handoff_entry() is handoff_entry for weft_park(). The common case
+ * (shared TLS, a guarded stack, no thread_has_blocked, no token) calls
+ * nothing but tail calls, so it saves no registers. */
+static void park_handoff_entry(void *arg)
+{
+    struct weft__vcore *vc = arg;
+    struct weft_uthread *ut = vc->current;
+    if (WEFT__UNLIKELY(weft__tls_uthread | !ut->guarded | weft__rt.has_blocked)) {
+        park_handoff_slow(vc, ut);
+        return;
     }
-    start_on(vc, vc->handoff_to);
+    vc->current = NULL;
+    atomic_store_explicit(&ut->state, WEFT__BLOCKED, memory_order_relaxed);
+    if (WEFT__UNLIKELY(!park_publish(ut))) {
+        park_handoff_end(vc, ut, false);
+        return;
+    }
+    struct weft_uthread *next = vc->handoff_to;
     vc->handoff_to = NULL;
+    start_on(vc, next);
 }
 
 /* park_entry() is weft_park's entry through vcore context, where a token
@@ -1203,15 +1243,10 @@ static void park_entry(void *arg)
     struct weft__vcore *vc = arg;
     struct weft_uthread *ut = weft__vcore_arrive(vc);
     atomic_store_explicit(&ut->state, WEFT__BLOCKED, memory_order_relaxed);
-    bool told = weft__rt.ops->thread_has_blocked != NULL;
+    bool told = weft__rt.has_blocked;
     if (told)
         weft_uthread_blocked(ut, WEFT_BLOCK_PARK);
-    int exp = WEFT__PARK_NONE;
-    if (WEFT__UNLIKELY(!atomic_compare_exchange_strong_explicit(&ut->park, &exp, WEFT__PARK_PARKED, memory_order_seq_cst, memory_order_seq_cst))) {
-        /* An RMW, not a store (see weft_park()): a later unpark's TOKEN ->
-         * TOKEN orders its waker's condition store before our re-check only
-         * through the RMW chain on this word. */
-        atomic_exchange_explicit(&ut->park, WEFT__PARK_NONE, memory_order_seq_cst);
+    if (WEFT__UNLIKELY(!park_publish(ut))) {
         if (told || vc->copy_next) { /* a successor is chosen: it runs first */
             weft_uthread_runnable(ut);
         } else {
