@@ -238,6 +238,8 @@ struct weft__vcore_park {
     _Atomic bool in_poller;          /* about to sleep in the poller, or in it; own vcore
                                         writes, kickers read (vcore_signal) */
     struct weft__vcore *next;        /* the idle list's link; guarded by rt.idle_lock */
+    _Atomic uint64_t watch_nrun;     /* this vcore's nrun as the watching vcore last saw
+                                        it (vcore_watch); written by the watcher */
     /* The last WEFT__TRACE park/kick decisions, for weft_dump(): written by
      * this vcore's kernel thread only (relaxed), read anywhere. */
     struct weft__trace {
@@ -389,6 +391,9 @@ struct weft__runtime {
                                         poller once I/O is in use), or -1; guarded
                                         by idle_lock */
     uint64_t duty_until;             /* the deadline it sleeps for; guarded by idle_lock */
+    int watch_vcore;                 /* the parked vcore that watches the busy ones for a
+                                        uthread that does not decide (vcore_watch), or -1;
+                                        guarded by idle_lock */
     _Alignas(WEFT__CACHELINE) uint32_t live; /* atomic: uthreads not yet finished; futex for shutdown */
     _Atomic uint64_t next_id;        /* uthread ids */
     _Atomic unsigned spawn_rr;       /* round robin for spawns from outside */

@@ -114,7 +114,10 @@
  * until the nearest alarm deadline of all heaps, in the poller once any
  * descriptor is in use. A new alarm due earlier wakes it, or wakes a parked
  * vcore to take the duty if nobody has it. Busy vcores run their own due
- * alarms every 16th scheduling decision (weft__chores_due).
+ * alarms every 16th scheduling decision (weft__chores_due). One parked
+ * vcore at a time (rt.watch_vcore) also watches the busy ones while any is
+ * awake, waking every 10 ms to poke one that ran a single uthread all
+ * along (see vcore_watch below).
  *
  * Vcores at run time (weft_vcores_request/release, a scheduler with
  * vcore_up/down): every CPU of the mask has a vcore thread from weft_init
@@ -148,7 +151,7 @@
 
 #include "internal.h"
 
-struct weft__runtime weft__rt = { .duty_vcore = -1 };
+struct weft__runtime weft__rt = { .duty_vcore = -1, .watch_vcore = -1 };
 uint64_t weft__spin_ns = 50000;
 #define LOOK_ROUNDS 16 /* idle rounds a busy vcore looks for work before it counts as spinning */
 
@@ -564,33 +567,115 @@ static inline void trace_note(struct weft__vcore *vc, int kind, int arg)
     atomic_store_explicit(&vc->park.trace_n, n + 1, memory_order_release);
 }
 
+/* The watch. A uthread woken into a busy vcore's private slot (ws's and
+ * prio's `next`) waits for that vcore's next decision: no kick, since the
+ * waker usually blocks at once and runs it. Spinning vcores watch for a
+ * waker that computes on instead and poke its vcore (ops->poked: the
+ * scheduler makes such work stealable), and a vcore about to park takes a
+ * last look; but a wake-up after the last vcore parked had nobody to see
+ * it, and without preemption it waited for as long as the waker computed.
+ * So one parked vcore, the watcher (rt.watch_vcore), sleeps at most
+ * WATCH_NS at a time while other vcores are awake, and at each wake-up
+ * pokes the busy vcores whose run count has not moved since the last one
+ * (they run one uthread for WATCH_NS or more), then sleeps again, still
+ * parked. Once no vcore is busy it gives the role up and sleeps untimed: a
+ * vcore that goes busy from parked kicks another (step 2), which takes the
+ * role when it parks again. Go's sysmon plays this part for runnext. */
+#define WATCH_NS 10000000ull /* 10 ms: Go's forcePreemptNS */
+
+/* vcore_watch() is one look of the watcher vc; false when no vcore was
+ * busy (the watch ends). */
+static bool vcore_watch(struct weft__vcore *vc)
+{
+    struct weft__runtime *rt = &weft__rt;
+    bool busy = false;
+    int n = atomic_load_explicit(&rt->nonline, memory_order_relaxed);
+    for (int i = 0; i < n; i++) {
+        struct weft__vcore *v = &rt->vcores[i];
+        if (v == vc || idle_of(v) != WEFT__BUSY)
+            continue;
+        busy = true;
+        uint64_t nrun = atomic_load_explicit(&v->nrun, memory_order_relaxed);
+        if (atomic_exchange_explicit(&v->park.watch_nrun, nrun, memory_order_relaxed) == nrun)
+            weft_vcore_poke(i);
+    }
+    return busy;
+}
+
+/* watch_take() makes vc, about to sleep parked, the watcher if there is
+ * none and another vcore is awake; watch_drop() gives the role up. Both
+ * under idle_lock. */
+static bool watch_take(struct weft__vcore *vc)
+{
+    struct weft__runtime *rt = &weft__rt;
+    if (rt->watch_vcore >= 0 || !rt->ops->poked)
+        return false;
+    int awake = atomic_load_explicit(&rt->nonline, memory_order_relaxed) -
+                atomic_load_explicit(&rt->nparked, memory_order_relaxed);
+    if (awake <= 0)
+        return false;
+    rt->watch_vcore = vc->id;
+    return true;
+}
+
+static void watch_drop(struct weft__vcore *vc)
+{
+    if (weft__rt.watch_vcore == vc->id)
+        weft__rt.watch_vcore = -1;
+}
+
+/* watch_end() is the watcher vc finding no vcore busy: it gives the role up,
+ * then looks once more (a vcore that went busy meanwhile may have kicked a
+ * vcore that parked again seeing the role taken); true if it keeps it. */
+static bool watch_end(struct weft__vcore *vc)
+{
+    weft__spin_lock(&weft__rt.idle_lock);
+    watch_drop(vc);
+    weft__spin_unlock(&weft__rt.idle_lock);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!vcore_watch(vc))
+        return false;
+    weft__spin_lock(&weft__rt.idle_lock);
+    bool kept = watch_take(vc);
+    weft__spin_unlock(&weft__rt.idle_lock);
+    return kept;
+}
+
 /* vcore_sleep() is where a parked vcore blocks (invariant 4; vcore_nap(),
  * for cedes and offline vcores, is the other place): on
  * the park futex, or, for the vcore with the timer duty once I/O is in use,
  * in the poller. Returns when kicked, at deadline, at shutdown, or when the
- * poller found work. */
-static void vcore_sleep(struct weft__vcore *vc, bool duty, uint64_t deadline)
+ * poller found work. The watcher (watch) wakes every WATCH_NS meanwhile to
+ * look at the busy vcores, and sleeps on. */
+static void vcore_sleep(struct weft__vcore *vc, bool duty, bool watch, uint64_t deadline)
 {
     struct weft__runtime *rt = &weft__rt;
     bool poll = duty && weft__io_active();
+    uint64_t look = watch ? weft__now_ns() + WATCH_NS : UINT64_MAX;
     /* An event posted to us (ev.bits, an RMW) pairs with our fence in
      * vcore_park like a kick does: we see it here or its sender sees us
      * parked and wakes us. */
     while (atomic_load_explicit(WEFT__AT(&vc->park.word), memory_order_acquire) == 0 &&
            atomic_load_explicit(&vc->ev.bits, memory_order_relaxed) == 0 &&
            atomic_load_explicit(&rt->state, memory_order_relaxed) == WEFT__RUNNING_RT) {
+        uint64_t until = look < deadline ? look : deadline;
         if (!poll) {
-            if (weft__futex_wait(&vc->park.word, 0, deadline) == ETIMEDOUT)
+            if (weft__futex_wait(&vc->park.word, 0, until) != ETIMEDOUT)
+                continue;
+        } else {
+            atomic_store_explicit(&vc->park.in_poller, true, memory_order_seq_cst);
+            int woke = 0;
+            if (atomic_load_explicit(WEFT__AT(&vc->park.word), memory_order_seq_cst) == 0)
+                woke = weft__io_poll(until);
+            atomic_store_explicit(&vc->park.in_poller, false, memory_order_relaxed);
+            if (woke > 0)
                 return;
-            continue;
         }
-        atomic_store_explicit(&vc->park.in_poller, true, memory_order_seq_cst);
-        int woke = 0;
-        if (atomic_load_explicit(WEFT__AT(&vc->park.word), memory_order_seq_cst) == 0)
-            woke = weft__io_poll(deadline);
-        atomic_store_explicit(&vc->park.in_poller, false, memory_order_relaxed);
-        if (woke > 0 || (deadline != UINT64_MAX && weft__now_ns() >= deadline))
+        uint64_t now = until != UINT64_MAX ? weft__now_ns() : 0;
+        if (deadline != UINT64_MAX && now >= deadline)
             return;
+        if (look != UINT64_MAX && now >= look)
+            look = vcore_watch(vc) || watch_end(vc) ? now + WATCH_NS : UINT64_MAX;
     }
 }
 
@@ -846,10 +931,11 @@ static void vcore_park(struct weft__vcore *vc)
             rt->duty_until = deadline;
         }
     }
+    bool watch = watch_take(vc);
     weft__spin_unlock(&rt->idle_lock);
     weft__notif_sleeping(vc, true); /* no preemption ticks while asleep */
     trace_note(vc, WEFT__TR_PARK, duty);
-    vcore_sleep(vc, duty, deadline);
+    vcore_sleep(vc, duty, watch, deadline);
     trace_note(vc, WEFT__TR_WOKE,
                atomic_load_explicit(WEFT__AT(&vc->park.word), memory_order_relaxed) ? 1
                : atomic_load_explicit(&vc->ev.bits, memory_order_relaxed)          ? 2
@@ -857,6 +943,7 @@ static void vcore_park(struct weft__vcore *vc)
     weft__notif_sleeping(vc, false);
     struct weft__vcore *heir = NULL; /* who takes over the duty */
     weft__spin_lock(&rt->idle_lock);
+    watch_drop(vc);
     if (rt->duty_vcore == vc->id) {
         rt->duty_vcore = -1;
         rt->duty_until = UINT64_MAX;
@@ -1307,6 +1394,7 @@ int weft_init(const struct weft_config *cfg)
     atomic_store_explicit(&rt->nparked, 0, memory_order_seq_cst);
     rt->duty_vcore = -1;
     rt->duty_until = UINT64_MAX;
+    rt->watch_vcore = -1;
     int nv = rt->nvcores;
     rt->vcores = aligned_alloc(WEFT__CACHELINE, sizeof *rt->vcores * (size_t)nv);
     if (!rt->vcores) {
@@ -1406,6 +1494,7 @@ static void atfork_child(void)
         atomic_store_explicit(&rt->nparked, 0, memory_order_relaxed);
         rt->duty_vcore = -1;
         rt->duty_until = UINT64_MAX;
+        rt->watch_vcore = -1;
         atomic_store_explicit(WEFT__AT(&rt->live), 0, memory_order_relaxed);
         atomic_store_explicit(&rt->outside_wakers, 0, memory_order_relaxed);
         atomic_store_explicit(&rt->outside_calls, 0, memory_order_relaxed);

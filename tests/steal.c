@@ -9,7 +9,10 @@
  * to each vcore yield, sleep and block on a mutex among another round of busy
  * threads and are never seen running on any other vcore. And 3000 children
  * of one uthread (more than a ring holds) all run while it computes without
- * yielding, on the other vcores.
+ * yielding, on the other vcores; and a uthread woken by one that then
+ * computes without yielding, while every other vcore is parked, runs on
+ * another vcore within 2 s (the watcher pokes it loose in about 10 ms;
+ * before, it waited as long as the waker computed).
  */
 #include "check.h"
 
@@ -161,6 +164,49 @@ static void *spill_spawner(void *arg)
     return NULL;
 }
 
+/* A uthread woken by one that computes on, every other vcore parked: the
+ * woken one waits in the waker's vcore's next slot, which no thief takes;
+ * before the watch it waited for as long as the waker computed (with no
+ * preemption: for good). The watcher, a parked vcore that looks every
+ * 10 ms while others are busy, pokes the waker's vcore, and the woken
+ * uthread runs on another vcore. */
+#define WATCH_BOUND_NS SCALE(MS(2000), MS(20000))
+static weft_t woken;
+static atomic_int woken_go, woken_ran, woken_vcore = -1;
+
+static void *woken_fn(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&woken_go))
+        weft_park();
+    atomic_store(&woken_vcore, weft_vcore_id());
+    atomic_store(&woken_ran, 1);
+    return NULL;
+}
+
+static void *waker_fn(void *arg)
+{
+    (void)arg;
+    weft_sleep_ns(MS(50)); /* every vcore idle: they park */
+    /* Compute 5 ms first: a vcore woken for our timer spins, takes its last
+     * look and parks again before the wake-up. */
+    uint64_t t0 = weft_now_ns();
+    while (weft_now_ns() - t0 < MS(5))
+        ;
+    int me = weft_vcore_id();
+    atomic_store(&woken_go, 1);
+    CHECK_RC(weft_unpark(woken), 0);
+    t0 = weft_now_ns();
+    while (!atomic_load(&woken_ran)) /* computing: no yield (a call: TSan's safe point) */
+        CHECK(weft_now_ns() - t0 < WATCH_BOUND_NS,
+              "a uthread woken by one computing on vcore %d did not run in %.0f ms with "
+              "every other vcore idle", me, (double)WATCH_BOUND_NS / 1e6);
+    CHECK(atomic_load(&woken_vcore) != me, "the woken uthread ran on the waker's vcore %d", me);
+    fprintf(stderr, "steal: woken uthread ran after %.1f ms on vcore %d\n",
+            (double)(weft_now_ns() - t0) / 1e6, atomic_load(&woken_vcore));
+    return NULL;
+}
+
 int main(void)
 {
     check_watchdog(WATCHDOG_SECS);
@@ -194,6 +240,15 @@ int main(void)
     if (nv >= 2) {
         check_phase("children queued past the ring, spawner computing");
         join(spawn(spill_spawner, NULL));
+        check_phase("a uthread woken by one that computes on, other vcores parked");
+        for (int i = 0; i < 3; i++) {
+            atomic_store(&woken_go, 0);
+            atomic_store(&woken_ran, 0);
+            woken = spawn(woken_fn, NULL);
+            weft_t w = spawn(waker_fn, NULL);
+            join(w);
+            join(woken);
+        }
     }
     fprintf(stderr, "steal: ok (%d vcores)\n", nv);
     weft_shutdown();

@@ -146,7 +146,11 @@ struct weft_sched_ops {
     void (*thread_has_blocked)(struct weft_uthread *t, int why);
     /* Optional: another vcore called weft_vcore_poke() on this one (for
      * example a thief asking it to make work stealable that only this
-     * vcore could take). Vcore context of the poked vcore. */
+     * vcore could take). The runtime pokes too: while other vcores are
+     * parked, a busy vcore that has run one uthread for 10 ms or more is
+     * poked every 10 ms (a parked vcore watches), so that work only it
+     * could take does not wait for that uthread. Vcore context of the
+     * poked vcore. */
     void (*poked)(void);
     /* Optional: t's priority (link.prio) changed from old (weft_setprio(),
      * or a weft mutex's priority inheritance). t may be running, queued by

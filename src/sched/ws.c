@@ -71,7 +71,10 @@
  * with weft_vcore_poke() to move `next` to its woken ring (ops->poked, run
  * on that vcore in vcore context, interrupting the long-running uthread):
  * Go's rule that runnext is stolen only in the last pass and after backing
- * off, without making the owner pay for it. A look reads two lines the
+ * off, without making the owner pay for it. A vcore about to park takes
+ * a last look (last_looks); after the last one parked, the runtime's
+ * watcher (src/vcore.c) pokes a busy vcore whose run count stood still for
+ * 10 ms. A look reads two lines the
  * busy vcore writes at every decision (next, its decision count), so each
  * costs it a cache miss: looking every 16th round (4 looks before a poke)
  * made a spawn + join loop on the other vcore 12 % slower than looking every
