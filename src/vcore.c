@@ -595,6 +595,13 @@ static bool vcore_watch(struct weft__vcore *vc)
         if (v == vc || idle_of(v) != WEFT__BUSY)
             continue;
         busy = true;
+        if (atomic_load_explicit(&v->napping, memory_order_relaxed)) {
+            /* Ceding its CPU (prio, for the board): it runs nothing on
+             * purpose; a poke would end the cede. Two looks in a row that
+             * find it running are needed. */
+            atomic_store_explicit(&v->park.watch_nrun, UINT64_MAX, memory_order_relaxed);
+            continue;
+        }
         uint64_t nrun = atomic_load_explicit(&v->nrun, memory_order_relaxed);
         if (atomic_exchange_explicit(&v->park.watch_nrun, nrun, memory_order_relaxed) == nrun)
             weft_vcore_poke(i);
