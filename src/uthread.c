@@ -1085,6 +1085,25 @@ static void yielded_cb(struct weft_uthread *ut, void *arg)
     atomic_store_explicit(&ut->state, WEFT__RUNNABLE, memory_order_relaxed);
 }
 
+/* yielded_entry() is handoff_entry for a yield whose scheduler queued the
+ * yielder itself (take_yield): with shared TLS and a guarded stack, all
+ * that is left is its state (yielded_cb's), so it calls nothing and saves
+ * no registers; otherwise handoff_entry with yielded_cb. */
+static void yielded_entry(void *arg)
+{
+    struct weft__vcore *vc = arg;
+    struct weft_uthread *ut = vc->current;
+    if (WEFT__UNLIKELY(weft__tls_uthread | !ut->guarded)) {
+        handoff_entry(arg);
+        return;
+    }
+    vc->current = NULL;
+    atomic_store_explicit(&ut->state, WEFT__RUNNABLE, memory_order_relaxed);
+    struct weft_uthread *next = vc->handoff_to;
+    vc->handoff_to = NULL;
+    start_on(vc, next);
+}
+
 /* yield_entry() is vcore context after weft_yield() found nothing local:
  * run the chores, then let the scheduler pick (it may steal); the yielder
  * is pending meanwhile, queued only if something else runs. (With a
@@ -1123,8 +1142,8 @@ void weft_yield(void)
     struct weft_uthread *next = local_pick(vc, ut, &queued);
     vc->yielding = false;
     if (next) {
-        vc->cb = queued ? yielded_cb : yield_cb;
-        handoff(vc, ut, next, handoff_entry, weft__vcore_entry);
+        vc->cb = queued ? yielded_cb : yield_cb; /* also for a stack-copy next's way */
+        handoff(vc, ut, next, queued ? yielded_entry : handoff_entry, weft__vcore_entry);
         return;
     }
     if (weft__rt.ops->take_local && !weft__chores_due(vc) &&
