@@ -46,7 +46,7 @@
  * committed: the canary costs no memory), and only a stack that overflowed
  * reaches them, which is reported before the stack can go back to a cache. */
 #define CANARY_WORDS     8
-#define CANARY_EVERY     16  /* switches out between reads of a shallow uthread's canary */
+#define CANARY_EVERY     16  /* a uthread's switches out per read of its canary */
 #if defined(WEFT_ASAN) || defined(WEFT_TSAN)
 #define MIN_STACK (64 * 1024)   /* instrumented frames are several times larger */
 #else

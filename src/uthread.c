@@ -152,6 +152,16 @@ static inline void start_on(struct weft__vcore *vc, struct weft_uthread *t)
         pin_moved(vc, t, from);
 }
 
+/* handoff_start() ends every hand-off entry (on the successor's stack):
+ * the successor handoff() chose becomes current. handoff_to is cleared
+ * first, so that an entry whose common path calls nothing ends in it. */
+static inline void handoff_start(struct weft__vcore *vc)
+{
+    struct weft_uthread *next = vc->handoff_to;
+    vc->handoff_to = NULL;
+    start_on(vc, next);
+}
+
 static void uthread_start(void *arg);
 
 /* run_on() is weft_run_uthread() for a caller that knows its vcore. A
@@ -325,13 +335,12 @@ static void handoff_entry(void *arg)
     vc->in_cb = false;
     if (WEFT__UNLIKELY(vc->sc.held != NULL))
         weft__sc_release(vc); /* ut was stack-copy; its callback's arguments are used */
-    start_on(vc, vc->handoff_to);
-    vc->handoff_to = NULL;
+    handoff_start(vc);
 }
 
 /* handoff() stops ut (running on vc) and resumes next (dequeued by
  * local_next) through entry, which runs on next's stack and ends with
- * start_on(vc, next); returns when ut runs again. A stack-copy next has no
+ * handoff_start(vc); returns when ut runs again. A stack-copy next has no
  * stack to run entry on until it is copied in (maybe over ut's own frames):
  * ut then goes through vcore context (vc_entry, the same step there), which
  * resumes next afterwards (weft__vcore_next). */
@@ -1099,9 +1108,7 @@ static void yielded_entry(void *arg)
     }
     vc->current = NULL;
     atomic_store_explicit(&ut->state, WEFT__RUNNABLE, memory_order_relaxed);
-    struct weft_uthread *next = vc->handoff_to;
-    vc->handoff_to = NULL;
-    start_on(vc, next);
+    handoff_start(vc);
 }
 
 /* yield_entry() is vcore context after weft_yield() found nothing local:
@@ -1210,8 +1217,7 @@ static WEFT__NOINLINE void park_handoff_end(struct weft__vcore *vc, struct weft_
 {
     if (!parked)
         runnable(vc, ut);
-    start_on(vc, vc->handoff_to);
-    vc->handoff_to = NULL;
+    handoff_start(vc);
 }
 
 /* park_handoff_slow() is park_handoff_entry() with per-uthread TLS, a
@@ -1249,9 +1255,7 @@ static void park_handoff_entry(void *arg)
         park_handoff_end(vc, ut, false);
         return;
     }
-    struct weft_uthread *next = vc->handoff_to;
-    vc->handoff_to = NULL;
-    start_on(vc, next);
+    handoff_start(vc);
 }
 
 /* park_entry() is weft_park's entry through vcore context, where a token
