@@ -1094,21 +1094,22 @@ static void yielded_cb(struct weft_uthread *ut, void *arg)
     atomic_store_explicit(&ut->state, WEFT__RUNNABLE, memory_order_relaxed);
 }
 
-/* yielded_entry() is handoff_entry for a yield whose scheduler queued the
- * yielder itself (take_yield): with shared TLS and a guarded stack, all
- * that is left is its state (yielded_cb's), so it calls nothing and saves
- * no registers; otherwise handoff_entry with yielded_cb. */
-static void yielded_entry(void *arg)
+/* yield_swap() ends a yield whose scheduler queued the yielder itself
+ * (take_yield): by take_yield's contract no other thread can take ut from
+ * there before this vcore's next scheduling decision, which comes after ut's
+ * registers are saved, so ut may be runnable and next running before the
+ * switch, and the switch is a plain one with nothing to run on next's stack
+ * (no hand-off entry). For shared TLS, a guarded stack and a next that is
+ * not stack-copy; otherwise handoff() with yielded_cb. */
+static inline void yield_swap(struct weft__vcore *vc, struct weft_uthread *ut, struct weft_uthread *next)
 {
-    struct weft__vcore *vc = arg;
-    struct weft_uthread *ut = vc->current;
-    if (WEFT__UNLIKELY(weft__tls_uthread | !ut->guarded)) {
-        handoff_entry(arg);
-        return;
-    }
-    vc->current = NULL;
+    ut->err = *vc->errno_addr;
     atomic_store_explicit(&ut->state, WEFT__RUNNABLE, memory_order_relaxed);
-    handoff_start(vc);
+    start_on(vc, next);
+    weft__san_switch(&ut->san, &next->san, next->stack_lo, next->stack_size);
+    weft__ctx_swap(&ut->ctx, next->ctx.sp);
+    weft__san_arrive(&ut->san, NULL, NULL);
+    switch_end();
 }
 
 /* yield_entry() is vcore context after weft_yield() found nothing local:
@@ -1149,8 +1150,12 @@ void weft_yield(void)
     struct weft_uthread *next = local_pick(vc, ut, &queued);
     vc->yielding = false;
     if (next) {
+        if (queued && WEFT__LIKELY(!(weft__tls_uthread | !ut->guarded | next->copy))) {
+            yield_swap(vc, ut, next);
+            return;
+        }
         vc->cb = queued ? yielded_cb : yield_cb; /* also for a stack-copy next's way */
-        handoff(vc, ut, next, queued ? yielded_entry : handoff_entry, weft__vcore_entry);
+        handoff(vc, ut, next, handoff_entry, weft__vcore_entry);
         return;
     }
     if (weft__rt.ops->take_local && !weft__chores_due(vc) &&

@@ -37,6 +37,12 @@ void weft__ctx_save_and_call_here(struct weft__ctx *save, void (*fn)(void *), vo
  * The caller resumes, as if this call returned, when someone resumes *save. */
 void weft__ctx_switch(struct weft__ctx *save, void *to_sp, void (*fn)(void *), void *arg);
 
+/* weft__ctx_swap() saves the caller's context in *save and resumes the
+ * saved or made context whose stack pointer is to_sp: weft__ctx_switch
+ * with nothing to run in between. The caller resumes, as if this call
+ * returned, when someone resumes *save. */
+void weft__ctx_swap(struct weft__ctx *save, void *to_sp);
+
 /* weft__ctx_restore() resumes the context saved in *ctx. */
 _Noreturn void weft__ctx_restore(struct weft__ctx *ctx);
 

@@ -77,6 +77,20 @@ weft__ctx_switch:
     .cfi_endproc
     .size   weft__ctx_switch, .-weft__ctx_switch
 
+/* void weft__ctx_swap(ctx *save, void *to_sp)
+ * weft__ctx_switch without a function to call: save, move, resume. */
+    .globl  weft__ctx_swap
+    .hidden weft__ctx_swap
+    .type   weft__ctx_swap, %function
+    .p2align 4
+weft__ctx_swap:
+    .cfi_startproc
+    SAVE_CALLER
+    mov     sp, x1
+    b       weft__ctx_resume_sp
+    .cfi_endproc
+    .size   weft__ctx_swap, .-weft__ctx_swap
+
 /* void weft__ctx_restore(ctx *ctx) */
     .globl  weft__ctx_restore
     .hidden weft__ctx_restore
