@@ -224,17 +224,30 @@ static void run_blocking(void *(*fn)(void *), int post_sem)
     join(t);
 }
 
+enum { WL_N = 200 };
+
+/* wl_spawner() spawns the workload from a uthread, so that at one vcore
+ * all of it is queued before any of it runs and its yields find one
+ * another (from main, a slow spawner, under TSan on a loaded machine, let
+ * each finish its yields before the next one came, and take_yield never
+ * had a successor to name). */
+static void *wl_spawner(void *arg)
+{
+    (void)arg;
+    weft_t t[WL_N];
+    for (uintptr_t i = 0; i < WL_N; i++)
+        t[i] = spawn(wl_thread, (void *)i);
+    for (uintptr_t i = 0; i < WL_N; i++)
+        CHECK(join(t[i]) == (void *)(i + 1), "thread %zu result", (size_t)i);
+    return NULL;
+}
+
 static void run_workload(void)
 {
-    enum { N = 200 };
-    weft_t t[N];
     wl_counter = 0;
     atomic_store(&yields_done, 0);
-    for (uintptr_t i = 0; i < N; i++)
-        t[i] = spawn(wl_thread, (void *)i);
-    for (uintptr_t i = 0; i < N; i++)
-        CHECK(join(t[i]) == (void *)(i + 1), "thread %zu result", (size_t)i);
-    CHECK(wl_counter == N, "counter %ld", wl_counter);
+    in_uthread(wl_spawner, NULL);
+    CHECK(wl_counter == WL_N, "counter %ld", wl_counter);
     CHECK(in_uthread(joiner, NULL) == (void *)5, "joiner");
     run_blocking(sem_blocker, 1);
     run_blocking(parker, 0);
