@@ -11,9 +11,12 @@
  * sleeping until random deadlines (0..50 ms after a common start; 200 ms
  * sanitized) all wake, none before its deadline nor absurdly late, and in
  * deadline order for deadlines more than 2 ms apart (plus the scheduling
- * noise a plain pthread measured meanwhile; a handful of exceptions
+ * noise plain pthreads on the vcores' CPUs measured meanwhile; a handful of exceptions
  * tolerated: the kernel may deschedule a vcore), at every vcore count.
  */
+#define _GNU_SOURCE
+#include <sched.h>
+
 #include "check.h"
 
 static void check_durations(const char *where)
@@ -179,22 +182,31 @@ static void *until_sleeper_main(void *arg)
     return NULL;
 }
 
-/* The noise probe: a plain pthread sleeping 1 ms at a time records how late
- * the kernel lets it run. That much of an inversion is the machine's doing
- * (a descheduled vcore), not the timer heaps'. */
+/* The noise probes: a plain pthread on each vcore's CPU, sleeping 1 ms at
+ * a time, records how late the kernel lets it run. That much of an
+ * inversion is the machine's doing (a descheduled vcore), not the timer
+ * heaps'. Pinned like the vcores: another process on a vcore's CPU delays
+ * it longer than it delays a thread free to move. */
 static atomic_int noise_stop;
 static _Atomic uint64_t noise_max;
 
 static void *noise_main(void *arg)
 {
-    (void)arg;
+    int cpu = (int)(intptr_t)arg;
+    if (cpu >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* else unpinned: still a probe */
+    }
     while (!atomic_load(&noise_stop)) {
         uint64_t t0 = weft_now_ns();
         struct timespec ts = { 0, 1000000 };
         nanosleep(&ts, NULL);
         uint64_t over = weft_now_ns() - t0 - MS(1);
-        if (over > atomic_load(&noise_max))
-            atomic_store(&noise_max, over);
+        uint64_t m = atomic_load(&noise_max);
+        while (over > m && !atomic_compare_exchange_weak(&noise_max, &m, over))
+            ;
     }
     return NULL;
 }
@@ -246,10 +258,15 @@ static void check_until_sleepers(void)
     check_table(sleep_until_rows);
 
     check_phase("many until_sleepers");
-    pthread_t noise = start_pthread(noise_main, NULL);
+    enum { MAX_PROBES = 64 };
+    pthread_t noise[MAX_PROBES];
+    int nprobes = weft_num_vcores() < MAX_PROBES ? weft_num_vcores() : MAX_PROBES;
+    for (int i = 0; i < nprobes; i++)
+        noise[i] = start_pthread(noise_main, (void *)(intptr_t)weft_vcore_cpu(i));
     in_uthread(spawn_sleepers, NULL);
     atomic_store(&noise_stop, 1);
-    join_pthread(noise);
+    for (int i = 0; i < nprobes; i++)
+        join_pthread(noise[i]);
     uint64_t sep = SEP_NS + atomic_load(&noise_max);
     CHECK(atomic_load(&until_late_starts) == 0,
           "%d until_sleepers started after their deadline (lead time too short for this machine)",
