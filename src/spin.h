@@ -69,15 +69,52 @@ void __tsan_release(void *addr);
  * before a lock is taken, lowered after it is released. */
 WEFT__EXPORT extern __thread unsigned weft__tls_crit __attribute__((tls_model("initial-exec")));
 
+/* weft__crit_word() is the address of weft__tls_crit of the kernel thread
+ * running now, from a thread pointer read afresh. A uthread may resume on
+ * another kernel thread after any switch, and a compiler may keep the
+ * thread pointer it read before a call for a TLS access after it (it is
+ * constant in C's eyes): aarch64 reads it with an mrs that GCC keeps in a
+ * register across calls and hoists out of loops (alarm.c's stop() did
+ * weft_yield() and then took a spinlock with the crit count of the kernel
+ * thread it had left, racing that thread's own updates: a count of -1, and
+ * every later weft call there refused with EDEADLK), and an atomic access
+ * takes the word's address from %fs:0 on x86-64 as well. A volatile asm is
+ * neither merged with another nor moved out of a loop. (x86-64's plain
+ * accesses address %fs directly, which reads the base at every access.) */
+#if defined(__aarch64__) || defined(WEFT__SPIN_TSAN)
+static inline unsigned *weft__crit_word(void)
+{
+    unsigned *p;
+#if defined(__aarch64__)
+    unsigned long off;
+    __asm__ volatile("mrs %0, tpidr_el0\n\t"
+                     "adrp %1, :gottprel:weft__tls_crit\n\t"
+                     "ldr %1, [%1, #:gottprel_lo12:weft__tls_crit]\n\t"
+                     "add %0, %0, %1"
+                     : "=r"(p), "=&r"(off));
+#else
+    __asm__ volatile("movq %%fs:0, %0\n\t"
+                     "addq weft__tls_crit@gottpoff(%%rip), %0"
+                     : "=r"(p));
+#endif
+    return p;
+}
+#endif
+
 /* Only the owning kernel thread touches it, so plain accesses; in TSan
  * builds relaxed atomics, since TSan sees the uthreads that run on one
  * kernel thread as threads of their own and cannot always see the switches
  * that order them. */
 #ifdef WEFT__SPIN_TSAN
-#define WEFT__CRIT_LOAD() atomic_load_explicit(WEFT__ATOMIC(unsigned, &weft__tls_crit), memory_order_relaxed)
-#define WEFT__CRIT_ADD(v) atomic_fetch_add_explicit(WEFT__ATOMIC(unsigned, &weft__tls_crit), (v), memory_order_relaxed)
-#define WEFT__CRIT_OR(v) atomic_fetch_or_explicit(WEFT__ATOMIC(unsigned, &weft__tls_crit), (v), memory_order_relaxed)
-#define WEFT__CRIT_AND(v) atomic_fetch_and_explicit(WEFT__ATOMIC(unsigned, &weft__tls_crit), (v), memory_order_relaxed)
+#define WEFT__CRIT_LOAD() atomic_load_explicit(WEFT__ATOMIC(unsigned, weft__crit_word()), memory_order_relaxed)
+#define WEFT__CRIT_ADD(v) atomic_fetch_add_explicit(WEFT__ATOMIC(unsigned, weft__crit_word()), (v), memory_order_relaxed)
+#define WEFT__CRIT_OR(v) atomic_fetch_or_explicit(WEFT__ATOMIC(unsigned, weft__crit_word()), (v), memory_order_relaxed)
+#define WEFT__CRIT_AND(v) atomic_fetch_and_explicit(WEFT__ATOMIC(unsigned, weft__crit_word()), (v), memory_order_relaxed)
+#elif defined(__aarch64__)
+#define WEFT__CRIT_LOAD() (*weft__crit_word())
+#define WEFT__CRIT_ADD(v) (*weft__crit_word() += (v))
+#define WEFT__CRIT_OR(v) (*weft__crit_word() |= (v))
+#define WEFT__CRIT_AND(v) (*weft__crit_word() &= (v))
 #else
 #define WEFT__CRIT_LOAD() (weft__tls_crit)
 #define WEFT__CRIT_ADD(v) (weft__tls_crit += (v))
