@@ -101,25 +101,29 @@ static inline unsigned *weft__crit_word(void)
 }
 #endif
 
+/* WEFT__CRIT is this kernel thread's weft__tls_crit, as an lvalue: read
+ * afresh through weft__crit_word() where that is needed (above); elsewhere
+ * the variable itself. */
+#if defined(__aarch64__) || defined(WEFT__SPIN_TSAN)
+#define WEFT__CRIT (*weft__crit_word())
+#else
+#define WEFT__CRIT weft__tls_crit
+#endif
+
 /* Only the owning kernel thread touches it, so plain accesses; in TSan
  * builds relaxed atomics, since TSan sees the uthreads that run on one
  * kernel thread as threads of their own and cannot always see the switches
  * that order them. */
 #ifdef WEFT__SPIN_TSAN
-#define WEFT__CRIT_LOAD() atomic_load_explicit(WEFT__ATOMIC(unsigned, weft__crit_word()), memory_order_relaxed)
-#define WEFT__CRIT_ADD(v) atomic_fetch_add_explicit(WEFT__ATOMIC(unsigned, weft__crit_word()), (v), memory_order_relaxed)
-#define WEFT__CRIT_OR(v) atomic_fetch_or_explicit(WEFT__ATOMIC(unsigned, weft__crit_word()), (v), memory_order_relaxed)
-#define WEFT__CRIT_AND(v) atomic_fetch_and_explicit(WEFT__ATOMIC(unsigned, weft__crit_word()), (v), memory_order_relaxed)
-#elif defined(__aarch64__)
-#define WEFT__CRIT_LOAD() (*weft__crit_word())
-#define WEFT__CRIT_ADD(v) (*weft__crit_word() += (v))
-#define WEFT__CRIT_OR(v) (*weft__crit_word() |= (v))
-#define WEFT__CRIT_AND(v) (*weft__crit_word() &= (v))
+#define WEFT__CRIT_LOAD() atomic_load_explicit(WEFT__ATOMIC(unsigned, &WEFT__CRIT), memory_order_relaxed)
+#define WEFT__CRIT_ADD(v) atomic_fetch_add_explicit(WEFT__ATOMIC(unsigned, &WEFT__CRIT), (v), memory_order_relaxed)
+#define WEFT__CRIT_OR(v) atomic_fetch_or_explicit(WEFT__ATOMIC(unsigned, &WEFT__CRIT), (v), memory_order_relaxed)
+#define WEFT__CRIT_AND(v) atomic_fetch_and_explicit(WEFT__ATOMIC(unsigned, &WEFT__CRIT), (v), memory_order_relaxed)
 #else
-#define WEFT__CRIT_LOAD() (weft__tls_crit)
-#define WEFT__CRIT_ADD(v) (weft__tls_crit += (v))
-#define WEFT__CRIT_OR(v) (weft__tls_crit |= (v))
-#define WEFT__CRIT_AND(v) (weft__tls_crit &= (v))
+#define WEFT__CRIT_LOAD() (WEFT__CRIT)
+#define WEFT__CRIT_ADD(v) (WEFT__CRIT += (v))
+#define WEFT__CRIT_OR(v) (WEFT__CRIT |= (v))
+#define WEFT__CRIT_AND(v) (WEFT__CRIT &= (v))
 #endif
 
 static inline void weft__crit_enter(void)
