@@ -98,22 +98,18 @@ def target(arch, t):
     function's start), 'jump' (within the function), 'cond', or None."""
     if arch == "aarch64":
         m = re.match(r"(bl|b|b\.\w+|cbn?z|tbn?z)\s+(?:\S+,\s*)*([0-9a-f]+) <([^>]*)>", t)
-        if not m:
-            return None
-        op, addr, sym = m.groups()
-        if op == "bl":
-            return ("call", sym.split("+")[0].split("@")[0])
-        if op == "b":
-            return ("tail", sym.split("@")[0]) if "+" not in sym else ("jump", int(addr, 16))
-        return ("cond", int(addr, 16))
-    m = re.match(r"(call|jmp|j\w+)\s+\*?([0-9a-f]+)? ?<([^>]*)>", t)
-    if not m or not m.group(2):
+        call_op, jump_op = "bl", "b"
+    else:
+        m = re.match(r"(call|jmp|j\w+)\s+([0-9a-f]+) <([^>]*)>", t)
+        call_op, jump_op = "call", "jmp"
+    if not m:
         return None
     op, addr, sym = m.groups()
-    if op == "call":
-        return ("call", sym.split("+")[0].split("@")[0])
-    if op == "jmp":
-        return ("tail", sym.split("@")[0]) if "+" not in sym else ("jump", int(addr, 16))
+    name = sym.split("@")[0]  # foo@plt: foo
+    if op == call_op:
+        return ("call", name.split("+")[0])
+    if op == jump_op:
+        return ("tail", name) if "+" not in sym else ("jump", int(addr, 16))
     return ("cond", int(addr, 16))
 
 
