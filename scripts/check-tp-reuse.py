@@ -54,8 +54,9 @@ OUTSIDE_ONLY = {
     "weft__outside_enter",  # the gate for a kernel thread that is not a uthread
     "weft_init",            # a uthread never starts the runtime: it runs in it
 }
-SWITCH_PRIMITIVES = {"weft__ctx_switch", "weft__ctx_swap", "weft__ctx_save_and_call",
-                     "weft__ctx_save_and_call_here", "weft__ctx_restore"}
+SWITCH_PRIMITIVES = {"weft__ctx_switch", "weft__ctx_swap", "weft__ctx_swap_park",
+                     "weft__ctx_save_and_call", "weft__ctx_save_and_call_here",
+                     "weft__ctx_restore"}  # src/arch/ctx.h
 # Calls that do not return: no path goes on past them.
 NORETURN = re.compile(r"(__asan_report_|__ubsan_handle_\w*_abort$|abort$|__stack_chk_fail$|"
                       r"__assert_fail$|weft__panic$|weft__die\w*$|_?exit$|pthread_exit$)")

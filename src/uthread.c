@@ -9,7 +9,9 @@
  *   start_on():       RUNNABLE -> RUNNING    (check; anything else aborts)
  *   block, park:      RUNNING  -> BLOCKED    (after the save, before the callback:
  *                                             weft__vcore_entry, handoff_entry,
- *                                             park_entry or park_handoff_entry)
+ *                                             park_entry or park_handoff_entry;
+ *                                             park_swap: before the save, with
+ *                                             the park word publishing it after)
  *   yield to a local successor:
  *                     BLOCKED  -> RUNNABLE   (yield_cb, then thread_paused; or
  *                                             yielded_cb, take_yield having queued it)
@@ -1216,21 +1218,15 @@ static inline bool park_publish(struct weft_uthread *ut)
     return false;
 }
 
-/* park_handoff_end() is the rest of a park's hand-off after ut was
- * published (parked) or found a token (made runnable again here). */
-static WEFT__NOINLINE void park_handoff_end(struct weft__vcore *vc, struct weft_uthread *ut, bool parked)
+/* park_handoff_entry() is handoff_entry for a park that park_swap() cannot
+ * end: per-uthread TLS, a stack without a guard page (its canary; a run
+ * stack to give back) or a scheduler that follows blocks (it hears of this
+ * one before it is published, and of a token as a wake-up). A token found
+ * on the way out makes ut runnable again here. */
+static void park_handoff_entry(void *arg)
 {
-    if (!parked)
-        runnable(vc, ut);
-    handoff_start(vc);
-}
-
-/* park_handoff_slow() is park_handoff_entry() with per-uthread TLS, a
- * stack without a guard page (its canary; a run stack to give back) or a
- * scheduler that follows blocks (it hears of this one before it is
- * published, and of a token as a wake-up). */
-static WEFT__NOINLINE void park_handoff_slow(struct weft__vcore *vc, struct weft_uthread *ut)
-{
+    struct weft__vcore *vc = arg;
+    struct weft_uthread *ut = vc->current;
     WEFT__TLS_ENTER(vc, vc->handoff_to); /* before the park word publishes ut */
     vc->current = NULL;
     if (!ut->guarded) {
@@ -1240,27 +1236,43 @@ static WEFT__NOINLINE void park_handoff_slow(struct weft__vcore *vc, struct weft
     atomic_store_explicit(&ut->state, WEFT__BLOCKED, memory_order_relaxed);
     if (weft__rt.has_blocked)
         weft_uthread_blocked(ut, WEFT_BLOCK_PARK);
-    park_handoff_end(vc, ut, park_publish(ut));
+    if (!park_publish(ut))
+        runnable(vc, ut);
+    handoff_start(vc);
 }
 
-/* park_handoff_entry() is handoff_entry for weft_park(). The common case
- * (shared TLS, a guarded stack, no thread_has_blocked, no token) calls
- * nothing but tail calls, so it saves no registers. */
-static void park_handoff_entry(void *arg)
+/* park_token_cb() runs on the successor's stack when weft__ctx_swap_park()
+ * found a token that arrived while ut was switching out: consume it (an
+ * RMW: see park_publish) and make ut runnable again, as park_handoff_end()
+ * does (from vcore context's point of view: the successor is current
+ * already, but ut was not woken by it). */
+static void park_token_cb(void *arg)
 {
-    struct weft__vcore *vc = arg;
-    struct weft_uthread *ut = vc->current;
-    if (WEFT__UNLIKELY(weft__tls_uthread | !ut->guarded | weft__rt.has_blocked)) {
-        park_handoff_slow(vc, ut);
-        return;
-    }
-    vc->current = NULL;
+    struct weft_uthread *ut = arg;
+    atomic_exchange_explicit(&ut->park, WEFT__PARK_NONE, memory_order_seq_cst);
+    runnable_by(weft__vc(), ut, 0);
+}
+
+/* park_swap() ends a park that hands the vcore to next (shared TLS, a
+ * guarded stack, no thread_has_blocked, next not stack-copy): everything of
+ * the hand-off but ut's publication happens before the switch, since
+ * nobody else can reach ut or next yet (ut is not published, next was
+ * dequeued by this vcore), and the switch publishes ut (NONE -> PARKED)
+ * itself once its registers are saved, on next's stack: no hand-off entry
+ * and no callback unless a token came meanwhile (park_token_cb). TSan
+ * cannot see that compare-and-swap: the release before it stands for it,
+ * so the waker that takes PARKED acquires what ut wrote before it parked. */
+static inline void park_swap(struct weft__vcore *vc, struct weft_uthread *ut, struct weft_uthread *next)
+{
+    _Static_assert(WEFT__PARK_NONE == 0 && WEFT__PARK_PARKED == 2, "weft__ctx_swap_park's values");
+    ut->err = *vc->errno_addr;
     atomic_store_explicit(&ut->state, WEFT__BLOCKED, memory_order_relaxed);
-    if (WEFT__UNLIKELY(!park_publish(ut))) {
-        park_handoff_end(vc, ut, false);
-        return;
-    }
-    handoff_start(vc);
+    start_on(vc, next);
+    weft__san_release(&ut->park);
+    weft__san_switch(&ut->san, &next->san, next->stack_lo, next->stack_size);
+    weft__ctx_swap_park(&ut->ctx, next->ctx.sp, &ut->park, park_token_cb, ut);
+    weft__san_arrive(&ut->san, NULL, NULL);
+    switch_end();
 }
 
 /* park_entry() is weft_park's entry through vcore context, where a token
@@ -1302,10 +1314,14 @@ int weft_park(void)
         atomic_exchange_explicit(&ut->park, WEFT__PARK_NONE, memory_order_seq_cst) == WEFT__PARK_TOKEN)
         return 0;
     struct weft_uthread *next = local_next(vc);
-    if (next)
-        handoff(vc, ut, next, park_handoff_entry, park_entry);
-    else
+    if (next) {
+        if (WEFT__LIKELY(!(weft__tls_uthread | !ut->guarded | next->copy | weft__rt.has_blocked)))
+            park_swap(vc, ut, next);
+        else
+            handoff(vc, ut, next, park_handoff_entry, park_entry);
+    } else {
         switch_out(vc, ut, park_entry);
+    }
     return 0;
 }
 
@@ -1321,20 +1337,24 @@ int weft_unpark(weft_t t)
      * word: a read first would fetch its line from the parker's CPU shared,
      * and the CAS would then wait for it a second time, exclusive. */
     int s = WEFT__PARK_PARKED;
-    for (;;) {
-        int next = s == WEFT__PARK_PARKED ? WEFT__PARK_NONE : WEFT__PARK_TOKEN;
-        if (atomic_compare_exchange_weak_explicit(&t->park, &s, next, memory_order_seq_cst, memory_order_seq_cst))
-            break;
+    if (WEFT__UNLIKELY(!atomic_compare_exchange_strong_explicit(&t->park, &s, WEFT__PARK_NONE,
+                                                                memory_order_seq_cst, memory_order_seq_cst))) {
+        for (;;) { /* s: NONE or TOKEN (-> TOKEN), or PARKED after all (-> NONE) */
+            int next = s == WEFT__PARK_PARKED ? WEFT__PARK_NONE : WEFT__PARK_TOKEN;
+            if (atomic_compare_exchange_weak_explicit(&t->park, &s, next, memory_order_seq_cst,
+                                                      memory_order_seq_cst))
+                break;
+        }
+        if (s != WEFT__PARK_PARKED)
+            return 0; /* a token for its next park */
     }
-    if (s == WEFT__PARK_PARKED) {
-        struct weft__vcore *vc = weft__vc_at_entry();
-        if (WEFT__UNLIKELY(weft__interrupted(vc)))
-            weft__defer_unpark(vc, t); /* a signal handler's: see internal.h */
-        else if (WEFT__UNLIKELY(vc == NULL))
-            runnable_outside(t);
-        else
-            runnable_by(vc, t, 1); /* not interrupted: a uthread runs, not its callback */
-    }
+    struct weft__vcore *vc = weft__vc_at_entry();
+    if (WEFT__UNLIKELY(weft__interrupted(vc)))
+        weft__defer_unpark(vc, t); /* a signal handler's: see internal.h */
+    else if (WEFT__UNLIKELY(vc == NULL))
+        runnable_outside(t);
+    else
+        runnable_by(vc, t, 1); /* not interrupted: a uthread runs, not its callback */
     return 0;
 }
 

@@ -31,7 +31,9 @@
  *      vcore can take it before its next decision, after the save: the one
  *      exception to "publish after the save", invisible to every other
  *      thread; such a yield has no callback left to run and switches with
- *      a plain weft__ctx_swap, yield_swap); weft__ctx_switch saves
+ *      a plain weft__ctx_swap, yield_swap; a park's one step after the
+ *      save, publishing the parker, is done by the switch itself on the
+ *      next stack, weft__ctx_swap_park, park_swap); weft__ctx_switch saves
  *      the current one, moves to the next one's stack and runs cb there,
  *      below the next one's saved frame, with vc->current NULL (so it runs
  *      under vcore-context rules: a notification defers, weft_self() is

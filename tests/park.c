@@ -7,7 +7,11 @@
  * unparks then two parks: the second blocks until a third unpark); two
  * uthreads on different vcores ping-pong with park/unpark N times with the
  * count exact and no hang; many parker/unparker pairs (uthreads and a
- * pthread) hand over in lock step without losing a wake-up.
+ * pthread) hand over in lock step without losing a wake-up; a park whose
+ * token arrives while it switches out to a local successor (the window
+ * weft__ctx_swap_park's compare-and-swap closes: two uthreads hand over on
+ * one vcore while a third unparks one of them without pause from another)
+ * loses neither the hand-over nor the token.
  */
 #include "check.h"
 
@@ -166,6 +170,73 @@ static void check_pairs(void)
     }
 }
 
+/* ---- tokens that arrive during the switch out ------------------------------------------ */
+
+#define RACE_ROUNDS SCALE(100000, 10000)
+
+static weft_t _Atomic race_p, race_q;
+static atomic_long race_pturn, race_qturn, race_spam;
+static atomic_int race_stop, race_p_done;
+
+/* P and Q hand over by park/unpark on one vcore, so each park has a local
+ * successor; P's parks also race the spammer's unparks. */
+static void *race_pq(void *arg)
+{
+    int is_p = arg != NULL;
+    atomic_store(is_p ? &race_p : &race_q, weft_self());
+    WAIT_UNTIL(atomic_load(&race_p) != NULL && atomic_load(&race_q) != NULL, "partner started");
+    weft_t other = atomic_load(is_p ? &race_q : &race_p);
+    atomic_long *mine = is_p ? &race_pturn : &race_qturn, *theirs = is_p ? &race_qturn : &race_pturn;
+    for (long i = 0; i < RACE_ROUNDS; i++) {
+        if (is_p) {
+            while (atomic_load(mine) <= i)
+                CHECK_RC(weft_park(), 0);
+            atomic_fetch_add(theirs, 1);
+            CHECK_RC(weft_unpark(other), 0);
+        } else {
+            atomic_fetch_add(theirs, 1);
+            CHECK_RC(weft_unpark(other), 0);
+            while (atomic_load(mine) <= i)
+                CHECK_RC(weft_park(), 0);
+        }
+    }
+    if (is_p)
+        atomic_store(&race_p_done, 1);
+    return NULL;
+}
+
+static void *race_spammer(void *arg)
+{
+    (void)arg;
+    WAIT_UNTIL(atomic_load(&race_p) != NULL, "P started");
+    weft_t p = atomic_load(&race_p);
+    while (!atomic_load(&race_stop)) {
+        CHECK_RC(weft_unpark(p), 0);
+        atomic_fetch_add_explicit(&race_spam, 1, memory_order_relaxed);
+        if (weft_num_vcores() < 2)
+            weft_yield(); /* one vcore: let P and Q run */
+    }
+    return NULL;
+}
+
+static void check_token_during_switch(void)
+{
+    check_phase("tokens that arrive during the switch out");
+    int nv = weft_num_vcores();
+    weft_t p = spawn_ex(race_pq, (void *)1, WEFT_PINNED, 0, "race-p");
+    weft_t q = spawn_ex(race_pq, NULL, WEFT_PINNED, 0, "race-q");
+    weft_t s = spawn_ex(race_spammer, NULL, WEFT_PINNED, nv >= 2 ? 1 : 0, "race-spam");
+    join(q);
+    WAIT_UNTIL(atomic_load(&race_p_done), "P finished");
+    atomic_store(&race_stop, 1);
+    join(s); /* its last unpark of P has returned: P may be joined (freed) now */
+    join(p);
+    CHECK(atomic_load(&race_pturn) == RACE_ROUNDS && atomic_load(&race_qturn) == RACE_ROUNDS,
+          "hand-overs %ld and %ld, expected %ld", atomic_load(&race_pturn), atomic_load(&race_qturn),
+          (long)RACE_ROUNDS);
+    CHECK(atomic_load(&race_spam) > 0, "the spammer never ran");
+}
+
 int main(void)
 {
     check_watchdog(WATCHDOG_SECS);
@@ -177,6 +248,7 @@ int main(void)
     check_early_unpark();
     check_ping_pong();
     check_pairs();
+    check_token_during_switch();
     fprintf(stderr, "park: ok (%d vcores)\n", weft_num_vcores());
     weft_shutdown();
     return 0;

@@ -43,6 +43,14 @@ void weft__ctx_switch(struct weft__ctx *save, void *to_sp, void (*fn)(void *), v
  * returned, when someone resumes *save. */
 void weft__ctx_swap(struct weft__ctx *save, void *to_sp);
 
+/* weft__ctx_swap_park() is weft__ctx_swap() that publishes the caller once
+ * its context is saved: on to_sp's stack, before resuming that context, it
+ * changes *word from 0 to 2 with a sequentially consistent compare-and-swap,
+ * after which another thread may resume *save. If *word was not 0 it is
+ * left as it was and fn(arg) runs there first (as weft__ctx_switch's fn). */
+void weft__ctx_swap_park(struct weft__ctx *save, void *to_sp, _Atomic int *word,
+                         void (*fn)(void *), void *arg);
+
 /* weft__ctx_restore() resumes the context saved in *ctx. */
 _Noreturn void weft__ctx_restore(struct weft__ctx *ctx);
 

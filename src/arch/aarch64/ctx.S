@@ -91,6 +91,33 @@ weft__ctx_swap:
     .cfi_endproc
     .size   weft__ctx_swap, .-weft__ctx_swap
 
+/* void weft__ctx_swap_park(ctx *save, void *to_sp, int *word,
+ *                          void (*fn)(void*), void *arg)
+ * weft__ctx_swap that publishes the caller once it is saved: on to_sp's
+ * stack, it changes *word from 0 to 2 (load-acquire/store-release
+ * exclusive pair, as a seq_cst compare-and-swap in C) and resumes that
+ * context; when *word was not 0 it leaves it and calls fn(arg) there
+ * first. */
+    .globl  weft__ctx_swap_park
+    .hidden weft__ctx_swap_park
+    .type   weft__ctx_swap_park, %function
+    .p2align 4
+weft__ctx_swap_park:
+    .cfi_startproc
+    SAVE_CALLER
+    mov     sp, x1
+    mov     w10, #2
+1:  ldaxr   w9, [x2]
+    cbnz    w9, 2f
+    stlxr   w11, w10, [x2]
+    cbnz    w11, 1b
+    b       weft__ctx_resume_sp
+2:  clrex
+    mov     x0, x4
+    blr     x3
+    b       weft__ctx_resume_sp
+    .cfi_endproc
+    .size   weft__ctx_swap_park, .-weft__ctx_swap_park
 /* void weft__ctx_restore(ctx *ctx) */
     .globl  weft__ctx_restore
     .hidden weft__ctx_restore

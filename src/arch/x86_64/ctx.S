@@ -104,6 +104,35 @@ weft__ctx_swap:
     .cfi_endproc
     .size   weft__ctx_swap, .-weft__ctx_swap
 
+/* void weft__ctx_swap_park(ctx *save, void *to_sp, int *word,
+ *                          void (*fn)(void*), void *arg)
+ * weft__ctx_swap that publishes the caller once it is saved: on to_sp's
+ * stack (the one we leave is no longer in use: a signal lands on the new
+ * one), it changes *word from 0 to 2 with a locked compare-and-swap (a full
+ * barrier, as a seq_cst one in C) and resumes that context; when *word was
+ * not 0 it leaves it and calls fn(arg) there first. */
+    .globl  weft__ctx_swap_park
+    .hidden weft__ctx_swap_park
+    .type   weft__ctx_swap_park, @function
+    .p2align 4
+weft__ctx_swap_park:
+    .cfi_startproc
+    SAVE_CALLER
+    movl    (%rsp), %r12d       /* ours, to compare */
+    movzwl  4(%rsp), %r13d
+    movq    %rsi, %rsp
+    xorl    %eax, %eax          /* expected: 0 */
+    movl    $2, %esi
+    lock cmpxchgl %esi, (%rdx)
+    je      .Lresume
+    movq    %rsp, %rbx          /* callee-saved: the frame to resume, across fn */
+    andq    $-16, %rsp          /* a made context is 8 mod 16 */
+    movq    %r8, %rdi
+    callq   *%rcx
+    movq    %rbx, %rsp
+    jmp     .Lresume
+    .cfi_endproc
+    .size   weft__ctx_swap_park, .-weft__ctx_swap_park
 /* void weft__ctx_restore(ctx *ctx) */
     .globl  weft__ctx_restore
     .hidden weft__ctx_restore
