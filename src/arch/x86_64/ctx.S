@@ -20,6 +20,25 @@
     fnstcw  4(%rsp)
     movq    %rsp, (%rdi)
 .endm
+/* SAVE_AND_MOVE saves the caller (SAVE_CALLER), keeps its FP control words
+ * in r12d/r13d for .Lresume's compare (r12-r15 are saved, free now) and
+ * moves to the saved or made frame at %rsi. */
+.macro SAVE_AND_MOVE
+    SAVE_CALLER
+    movl    (%rsp), %r12d
+    movzwl  4(%rsp), %r13d
+    movq    %rsi, %rsp
+.endm
+/* CALL_AND_RESUME fn, arg calls fn(arg) below the frame at %rsp (16-byte
+ * aligned: a made context is 8 mod 16) and then resumes that frame. */
+.macro CALL_AND_RESUME fn, arg
+    movq    %rsp, %rbx          /* callee-saved: the frame to resume, across fn */
+    andq    $-16, %rsp
+    movq    \arg, %rdi
+    callq   *\fn
+    movq    %rbx, %rsp
+    jmp     .Lresume
+.endm
 
 /* void weft__ctx_save_and_call(ctx *save, void *stack_top, void (*fn)(void*), void *arg) */
     .globl  weft__ctx_save_and_call
@@ -75,16 +94,8 @@ weft__ctx_save_and_call_here:
     .p2align 4
 weft__ctx_switch:
     .cfi_startproc
-    SAVE_CALLER
-    movl    (%rsp), %r12d       /* ours, to compare (r12-r15: saved, free now) */
-    movzwl  4(%rsp), %r13d
-    movq    %rsi, %rsp
-    movq    %rsi, %rbx          /* callee-saved: the frame to resume, across fn */
-    andq    $-16, %rsp          /* a made context is 8 mod 16 */
-    movq    %rcx, %rdi
-    callq   *%rdx
-    movq    %rbx, %rsp
-    jmp     .Lresume
+    SAVE_AND_MOVE
+    CALL_AND_RESUME %rdx, %rcx
     .cfi_endproc
     .size   weft__ctx_switch, .-weft__ctx_switch
 
@@ -96,10 +107,7 @@ weft__ctx_switch:
     .p2align 4
 weft__ctx_swap:
     .cfi_startproc
-    SAVE_CALLER
-    movl    (%rsp), %r12d       /* ours, to compare */
-    movzwl  4(%rsp), %r13d
-    movq    %rsi, %rsp
+    SAVE_AND_MOVE
     jmp     .Lresume
     .cfi_endproc
     .size   weft__ctx_swap, .-weft__ctx_swap
@@ -117,20 +125,12 @@ weft__ctx_swap:
     .p2align 4
 weft__ctx_swap_park:
     .cfi_startproc
-    SAVE_CALLER
-    movl    (%rsp), %r12d       /* ours, to compare */
-    movzwl  4(%rsp), %r13d
-    movq    %rsi, %rsp
+    SAVE_AND_MOVE
     xorl    %eax, %eax          /* expected: 0 */
     movl    $2, %esi
     lock cmpxchgl %esi, (%rdx)
     je      .Lresume
-    movq    %rsp, %rbx          /* callee-saved: the frame to resume, across fn */
-    andq    $-16, %rsp          /* a made context is 8 mod 16 */
-    movq    %r8, %rdi
-    callq   *%rcx
-    movq    %rbx, %rsp
-    jmp     .Lresume
+    CALL_AND_RESUME %rcx, %r8
     .cfi_endproc
     .size   weft__ctx_swap_park, .-weft__ctx_swap_park
 /* void weft__ctx_restore(ctx *ctx) */
