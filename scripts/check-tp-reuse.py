@@ -60,7 +60,7 @@ SWITCH_PRIMITIVES = {"weft__ctx_switch", "weft__ctx_swap", "weft__ctx_swap_park"
 # Calls that do not return: no path goes on past them.
 NORETURN = re.compile(r"(__asan_report_|__ubsan_handle_\w*_abort$|abort$|__stack_chk_fail$|"
                       r"__assert_fail$|weft__panic$|weft__die\w*$|_?exit$|pthread_exit$)")
-TLS_GET_ADDR = {"__tls_get_addr", "__tls_get_addr@plt"}
+TLS_GET_ADDR = {"__tls_get_addr"}  # target() drops @plt
 CALL_RELOCS = {"R_AARCH64_CALL26", "R_AARCH64_JUMP26", "R_X86_64_PLT32", "R_X86_64_PC32"}
 
 
@@ -222,8 +222,8 @@ def regs_in(t):
 
 
 def dest(t):
-    """The register an instruction writes (None for stores, compares,
-    branches); ldp writes two."""
+    """The registers an instruction writes (none for stores, compares,
+    branches; ldp writes two)."""
     parts = t.split(None, 1)
     if len(parts) < 2:
         return []

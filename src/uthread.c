@@ -1096,6 +1096,25 @@ static void yielded_cb(struct weft_uthread *ut, void *arg)
     atomic_store_explicit(&ut->state, WEFT__RUNNABLE, memory_order_relaxed);
 }
 
+/* swap_plain(): a switch from ut to next can be a swap (yield_swap,
+ * park_swap) with shared TLS, a guarded stack (no canary to read, no run
+ * stack to give back) and a next that is not stack-copy. */
+static inline bool swap_plain(const struct weft_uthread *ut, const struct weft_uthread *next)
+{
+    return !(weft__tls_uthread | !ut->guarded | next->copy);
+}
+
+/* swap_begin() is what a swap does before the sanitizers hear of it and it
+ * switches, where nobody else can reach ut or next yet: ut's errno saved
+ * and its new state, next started (current). */
+static inline void swap_begin(struct weft__vcore *vc, struct weft_uthread *ut, struct weft_uthread *next,
+                              int state)
+{
+    ut->err = *vc->errno_addr;
+    atomic_store_explicit(&ut->state, state, memory_order_relaxed);
+    start_on(vc, next);
+}
+
 /* yield_swap() ends a yield whose scheduler queued the yielder itself
  * (take_yield): by take_yield's contract no other thread can take ut from
  * there before this vcore's next scheduling decision, which comes after ut's
@@ -1105,9 +1124,7 @@ static void yielded_cb(struct weft_uthread *ut, void *arg)
  * not stack-copy; otherwise handoff() with yielded_cb. */
 static inline void yield_swap(struct weft__vcore *vc, struct weft_uthread *ut, struct weft_uthread *next)
 {
-    ut->err = *vc->errno_addr;
-    atomic_store_explicit(&ut->state, WEFT__RUNNABLE, memory_order_relaxed);
-    start_on(vc, next);
+    swap_begin(vc, ut, next, WEFT__RUNNABLE);
     weft__san_switch(&ut->san, &next->san, next->stack_lo, next->stack_size);
     weft__ctx_swap(&ut->ctx, next->ctx.sp);
     weft__san_arrive(&ut->san, NULL, NULL);
@@ -1152,7 +1169,7 @@ void weft_yield(void)
     struct weft_uthread *next = local_pick(vc, ut, &queued);
     vc->yielding = false;
     if (next) {
-        if (queued && WEFT__LIKELY(!(weft__tls_uthread | !ut->guarded | next->copy))) {
+        if (queued && WEFT__LIKELY(swap_plain(ut, next))) {
             yield_swap(vc, ut, next);
             return;
         }
@@ -1202,19 +1219,24 @@ void weft__notif_deliver(struct weft__vcore *vc, struct weft_uthread *ut)
 
 /* park_publish() ends a park's switch out: publish ut PARKED, after which
  * weft_unpark() makes it runnable; or, when a token arrived while it was
- * switching out, consume it (false: the caller makes ut runnable again, and
- * the park returns as it would have with the token there before the
- * switch). */
+ * switching out, consume it (park_take_token; false: the caller makes ut
+ * runnable again, and the park returns as it would have with the token
+ * there before the switch). */
+static inline void park_take_token(struct weft_uthread *ut)
+{
+    /* An RMW, not a store (see weft_park()): a later unpark's TOKEN -> TOKEN
+     * orders its waker's condition store before our re-check only through
+     * the RMW chain on this word. */
+    atomic_exchange_explicit(&ut->park, WEFT__PARK_NONE, memory_order_seq_cst);
+}
+
 static inline bool park_publish(struct weft_uthread *ut)
 {
     int exp = WEFT__PARK_NONE;
     if (WEFT__LIKELY(atomic_compare_exchange_strong_explicit(&ut->park, &exp, WEFT__PARK_PARKED,
                                                              memory_order_seq_cst, memory_order_seq_cst)))
         return true;
-    /* An RMW, not a store (see weft_park()): a later unpark's TOKEN -> TOKEN
-     * orders its waker's condition store before our re-check only through
-     * the RMW chain on this word. */
-    atomic_exchange_explicit(&ut->park, WEFT__PARK_NONE, memory_order_seq_cst);
+    park_take_token(ut);
     return false;
 }
 
@@ -1242,14 +1264,13 @@ static void park_handoff_entry(void *arg)
 }
 
 /* park_token_cb() runs on the successor's stack when weft__ctx_swap_park()
- * found a token that arrived while ut was switching out: consume it (an
- * RMW: see park_publish) and make ut runnable again, as park_handoff_end()
- * does (from vcore context's point of view: the successor is current
- * already, but ut was not woken by it). */
+ * found a token that arrived while ut was switching out: consume it and
+ * make ut runnable again, as park_handoff_entry() does (as vcore context
+ * would: the successor is current already, but it did not wake ut). */
 static void park_token_cb(void *arg)
 {
     struct weft_uthread *ut = arg;
-    atomic_exchange_explicit(&ut->park, WEFT__PARK_NONE, memory_order_seq_cst);
+    park_take_token(ut);
     runnable_by(weft__vc(), ut, 0);
 }
 
@@ -1265,10 +1286,8 @@ static void park_token_cb(void *arg)
 static inline void park_swap(struct weft__vcore *vc, struct weft_uthread *ut, struct weft_uthread *next)
 {
     _Static_assert(WEFT__PARK_NONE == 0 && WEFT__PARK_PARKED == 2, "weft__ctx_swap_park's values");
-    ut->err = *vc->errno_addr;
-    atomic_store_explicit(&ut->state, WEFT__BLOCKED, memory_order_relaxed);
-    start_on(vc, next);
-    weft__san_release(&ut->park);
+    swap_begin(vc, ut, next, WEFT__BLOCKED);
+    weft__san_release(&ut->park); /* after ut's last writes */
     weft__san_switch(&ut->san, &next->san, next->stack_lo, next->stack_size);
     weft__ctx_swap_park(&ut->ctx, next->ctx.sp, &ut->park, park_token_cb, ut);
     weft__san_arrive(&ut->san, NULL, NULL);
@@ -1315,7 +1334,7 @@ int weft_park(void)
         return 0;
     struct weft_uthread *next = local_next(vc);
     if (next) {
-        if (WEFT__LIKELY(!(weft__tls_uthread | !ut->guarded | next->copy | weft__rt.has_blocked)))
+        if (WEFT__LIKELY(swap_plain(ut, next) && !weft__rt.has_blocked))
             park_swap(vc, ut, next);
         else
             handoff(vc, ut, next, park_handoff_entry, park_entry);
