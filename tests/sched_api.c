@@ -163,10 +163,12 @@ static void check_registration(void)
 static atomic_long yields_done;
 static weft_mutex_t wl_mu = WEFT_MUTEX_INIT;
 static long wl_counter;
+static weft_sem_t wl_go = WEFT_SEM_INIT(0); /* posted WL_N times once all are spawned */
 
 static void *wl_thread(void *arg)
 {
     uintptr_t i = (uintptr_t)arg;
+    CHECK_RC(weft_sem_wait(&wl_go), 0);
     for (int k = 0; k < 3; k++) {
         weft_yield();
         atomic_fetch_add(&yields_done, 1);
@@ -226,17 +228,20 @@ static void run_blocking(void *(*fn)(void *), int post_sem)
 
 enum { WL_N = 200 };
 
-/* wl_spawner() spawns the workload from a uthread, so that at one vcore
- * all of it is queued before any of it runs and its yields find one
- * another (from main, a slow spawner, under TSan on a loaded machine, let
- * each finish its yields before the next one came, and take_yield never
- * had a successor to name). */
+/* wl_spawner() spawns the workload and lets it go only when all of it is
+ * there (wl_go), so that its yields find one another: otherwise a spawner
+ * slower than the uthreads (from main under TSan on a loaded machine, at
+ * one vcore; or at two vcores, where the other vcore takes each one as it
+ * comes: 10 runs in 60 on a quiet machine) let each finish its yields
+ * before the next one came, and take_yield never had a successor to name. */
 static void *wl_spawner(void *arg)
 {
     (void)arg;
     weft_t t[WL_N];
     for (uintptr_t i = 0; i < WL_N; i++)
         t[i] = spawn(wl_thread, (void *)i);
+    for (int i = 0; i < WL_N; i++)
+        CHECK_RC(weft_sem_post(&wl_go), 0);
     for (uintptr_t i = 0; i < WL_N; i++)
         CHECK(join(t[i]) == (void *)(i + 1), "thread %zu result", (size_t)i);
     return NULL;
