@@ -176,7 +176,7 @@ static void check_pairs(void)
 
 static weft_t _Atomic race_p, race_q;
 static atomic_long race_pturn, race_qturn, race_spam;
-static atomic_int race_stop, race_p_done;
+static atomic_int race_stop, race_p_done, race_spam_started;
 
 /* P and Q hand over by park/unpark on one vcore, so each park has a local
  * successor; P's parks also race the spammer's unparks. */
@@ -184,7 +184,11 @@ static void *race_pq(void *arg)
 {
     int is_p = arg != NULL;
     atomic_store(is_p ? &race_p : &race_q, weft_self());
-    WAIT_UNTIL(atomic_load(&race_p) != NULL && atomic_load(&race_q) != NULL, "partner started");
+    /* The spammer first: spawned last from main, it could otherwise come
+     * after P and Q have finished (an ASan run at one vcore did). */
+    WAIT_UNTIL(atomic_load(&race_p) != NULL && atomic_load(&race_q) != NULL &&
+                   atomic_load(&race_spam_started),
+               "partner and spammer started");
     weft_t other = atomic_load(is_p ? &race_q : &race_p);
     atomic_long *mine = is_p ? &race_pturn : &race_qturn, *theirs = is_p ? &race_qturn : &race_pturn;
     for (long i = 0; i < RACE_ROUNDS; i++) {
@@ -210,6 +214,7 @@ static void *race_spammer(void *arg)
     (void)arg;
     WAIT_UNTIL(atomic_load(&race_p) != NULL, "P started");
     weft_t p = atomic_load(&race_p);
+    atomic_store(&race_spam_started, 1); /* race_stop comes after P's rounds, so we unpark */
     while (!atomic_load(&race_stop)) {
         CHECK_RC(weft_unpark(p), 0);
         atomic_fetch_add_explicit(&race_spam, 1, memory_order_relaxed);
