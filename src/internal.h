@@ -85,7 +85,8 @@ struct weft__waiter {
 
 /* What a timed wait hands its yield callback and its timer, for the length
  * of the wait: weft__wait()'s deadline (sync/wait.c) or a sleep (alarm.c).
- * An untimed wait's record is on its stack (only the callback reads it).
+ * An untimed wait uses only lock and why, when its switch cannot release
+ * the lock itself (weft__block_unlock).
  * The timed wait stops its alarm with weft__alarm_stop_own(), which never
  * waits (a wait would reuse the waiter the timeout may be reading). */
 struct weft__wait_rec {
@@ -816,7 +817,18 @@ extern size_t weft__page_size;
 
 /* struct weft__waiter is defined with the uthread, which embeds one. */
 
-void weft__waiter_init(struct weft__waiter *w);
+/* weft__waiter_init() readies w for a queue: unlinked, no uthread, status
+ * WEFT__WAITING. (Inline, as the queue operations below: every block and
+ * every wake-up goes through them.) */
+static inline void weft__waiter_init(struct weft__waiter *w)
+{
+    w->next = w->prev = NULL;
+    w->ut = NULL;
+    w->word = 0;
+    w->status = WEFT__WAITING;
+    w->data = 0;
+}
+
 /* weft__waiter_mine() is the caller's waiter, initialised: its uthread's own
  * (never one on its stack: see struct weft_uthread), or local, on a kernel
  * thread's stack. Call it before anything that may switch. */
@@ -828,8 +840,36 @@ static inline struct weft__waiter *weft__waiter_mine(struct weft__waiter *local)
     weft__waiter_init(w);
     return w;
 }
-void weft__waitq_push(struct weft__waitq *q, struct weft__waiter *w);
-void weft__waitq_remove(struct weft__waitq *q, struct weft__waiter *w);
+
+/* weft__waitq_push() appends w to q; weft__waitq_remove() unlinks w from q.
+ * Under q's lock. q->n is written with atomic stores: weft__fd_pass peeks
+ * at it without the lock. */
+static inline void weft__waitq_push(struct weft__waitq *q, struct weft__waiter *w)
+{
+    weft__sc_check(w, "a waiter");
+    w->next = NULL;
+    w->prev = q->tail;
+    if (q->tail)
+        q->tail->next = w;
+    else
+        q->head = w;
+    q->tail = w;
+    atomic_store_explicit(WEFT__AT(&q->n), q->n + 1, memory_order_relaxed);
+}
+
+static inline void weft__waitq_remove(struct weft__waitq *q, struct weft__waiter *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        q->head = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        q->tail = w->prev;
+    w->next = w->prev = NULL;
+    atomic_store_explicit(WEFT__AT(&q->n), q->n - 1, memory_order_relaxed);
+}
 /* weft__waitq_pop() unlinks the oldest waiter (status set to 0) or returns NULL. */
 struct weft__waiter *weft__waitq_pop(struct weft__waitq *q);
 
@@ -837,19 +877,45 @@ struct weft__waiter *weft__waitq_pop(struct weft__waitq *q);
  * as a list linked by next, for weft__waiter_wake_list(). */
 struct weft__waiter *weft__waitq_take_all(struct weft__waitq *q);
 
+/* weft__block_unlock() blocks the calling uthread (not a kernel thread),
+ * which holds spinlock *lock and nothing else, queued where a waker that
+ * takes *lock finds it: *lock is released once the uthread is saved (by
+ * the switch itself, or by a callback after it), and a scheduler with
+ * thread_has_blocked hears why. Returns when the uthread runs again
+ * (uthread.c). */
+void weft__block_unlock(uint32_t *lock, int why);
+
 /* weft__wait() blocks the caller, already queued as w on q, until a waker
  * sets w->status and calls weft__waiter_wake(w), or until deadline (then w is
  * unlinked and ETIMEDOUT returned). The caller holds *lock (the lock that
- * guards q); weft__wait releases it. q may be NULL without a deadline.
- * Returns w->status. Uthread or kernel thread. */
-int weft__wait(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *w,
-               uint64_t deadline_ns, int why);
+ * guards q) and no other spinlock; weft__wait releases it. q may be NULL
+ * without a deadline. why (enum weft_block_why) is what a scheduler's
+ * thread_has_blocked hears. Returns w->status. Uthread or kernel thread;
+ * inline for a uthread's untimed wait (weft__block_unlock). */
+int weft__wait_slow(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *w,
+                     uint64_t deadline_ns, int why);
+static inline int weft__wait(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *w,
+                             uint64_t deadline_ns, int why)
+{
+    struct weft__vcore *vc = weft__vc_at_entry(); /* not used after the switch */
+    struct weft_uthread *ut = vc ? vc->current : NULL;
+    if (deadline_ns != WEFT_FOREVER || !ut)
+        return weft__wait_slow(lock, q, w, deadline_ns, why);
+    w->ut = ut;
+    weft__block_unlock(lock, why);
+    return w->status;
+}
 
 /* weft__waiter_wake() wakes a waiter unlinked by a waker; call it after
  * releasing the queue lock. w must not be touched afterwards. */
 void weft__waiter_wake(struct weft__waiter *w);
 /* weft__waiter_wake_list() wakes a NULL-terminated list linked by next. */
 void weft__waiter_wake_list(struct weft__waiter *w);
+
+/* weft__futex_wait_checked() is weft_futex_wait() for a caller that has
+ * checked what it checks: addr non-NULL and aligned, the deadline valid,
+ * and weft__refused_here() false (sem, cond, mutex do so anyway). */
+int weft__futex_wait_checked(uint32_t *addr, uint32_t val, uint64_t deadline_ns);
 
 /* Priority inheritance (sync/mutex.c, under a scheduler with
  * thread_prio_changed): weft__futex_wait_pi() is weft_futex_wait(addr, 2,

@@ -363,19 +363,83 @@ static inline void handoff(struct weft__vcore *vc, struct weft_uthread *ut,
     switch_end();
 }
 
-void weft_uthread_yield(void (*cb)(struct weft_uthread *, void *), void *arg)
+/* yield_to() ends weft_uthread_yield() once the successor is known:
+ * cb(ut, arg) runs after ut is saved, on next's stack or in vcore context. */
+static inline void yield_to(struct weft__vcore *vc, struct weft_uthread *ut, struct weft_uthread *next,
+                            void (*cb)(struct weft_uthread *, void *), void *arg)
 {
-    struct weft__vcore *vc = weft__vc();
-    struct weft_uthread *ut = vc ? vc->current : NULL;
-    if (!ut)
-        weft__panic("weft_uthread_yield() called outside a uthread");
-    struct weft_uthread *next = local_next(vc);
     vc->cb = cb;
     vc->cb_arg = arg;
     if (next)
         handoff(vc, ut, next, handoff_entry, weft__vcore_entry);
     else
         switch_out(vc, ut, weft__vcore_entry);
+}
+
+void weft_uthread_yield(void (*cb)(struct weft_uthread *, void *), void *arg)
+{
+    struct weft__vcore *vc = weft__vc();
+    struct weft_uthread *ut = vc ? vc->current : NULL;
+    if (!ut)
+        weft__panic("weft_uthread_yield() called outside a uthread");
+    yield_to(vc, ut, local_next(vc), cb, arg);
+}
+
+/* swap_plain(): a switch from ut to next can be a swap (yield_swap,
+ * park_swap) with shared TLS, a guarded stack (no canary to read, no run
+ * stack to give back) and a next that is not stack-copy. */
+static inline bool swap_plain(const struct weft_uthread *ut, const struct weft_uthread *next)
+{
+    return !(weft__tls_uthread | !ut->guarded | next->copy);
+}
+
+/* swap_begin() is what a swap does before the sanitizers hear of it and it
+ * switches, where nobody else can reach ut or next yet: ut's errno saved
+ * and its new state, next started (current). */
+static inline void swap_begin(struct weft__vcore *vc, struct weft_uthread *ut, struct weft_uthread *next,
+                              int state)
+{
+    ut->err = *vc->errno_addr;
+    atomic_store_explicit(&ut->state, state, memory_order_relaxed);
+    start_on(vc, next);
+}
+
+/* weft__block_unlock() blocks the calling uthread, which holds spinlock
+ * *lock (its only one) and is queued where a waker that takes *lock finds
+ * it. When the scheduler names a local successor and nothing is to be told
+ * of the block (shared TLS, a guarded stack, no thread_has_blocked, a
+ * successor that is not stack-copy: swap_plain), the uthread is marked
+ * blocked and the successor started before the switch (nobody else can
+ * reach either while *lock is held), and weft__ctx_swap_unlock() releases
+ * *lock on the successor's stack once the uthread is saved: no hand-off
+ * entry, no callback. The lock's crit count is lowered before the switch;
+ * the switch mark (local_next) keeps signal handlers out until switch_end.
+ * Otherwise the way of weft_uthread_yield(), with unlock_cb. */
+static void unlock_cb(struct weft_uthread *ut, void *arg)
+{
+    (void)arg;
+    weft_uthread_blocked(ut, ut->rec.why);
+    weft__spin_unlock(ut->rec.lock);
+}
+
+void weft__block_unlock(uint32_t *lock, int why)
+{
+    struct weft__vcore *vc = weft__vc();
+    struct weft_uthread *ut = vc->current;
+    struct weft_uthread *next = local_next(vc);
+    if (!next || !swap_plain(ut, next) || weft__rt.has_blocked) {
+        ut->rec.lock = lock; /* unused by an untimed wait: unlock_cb's arguments */
+        ut->rec.why = why;
+        yield_to(vc, ut, next, unlock_cb, NULL);
+        return;
+    }
+    swap_begin(vc, ut, next, WEFT__BLOCKED);
+    WEFT__SPIN_RELEASING(lock); /* TSan: the waker's lock acquires what ut wrote */
+    WEFT__CRIT_ADD(~0u);        /* the lock's count (-1); the switch mark stays */
+    weft__san_switch(&ut->san, &next->san, next->stack_lo, next->stack_size);
+    weft__ctx_swap_unlock(&ut->ctx, next->ctx.sp, lock);
+    weft__san_arrive(&ut->san, NULL, NULL);
+    switch_end();
 }
 
 /* runnable_outside() is runnable() on a kernel thread that is not a
@@ -1094,25 +1158,6 @@ static void yielded_cb(struct weft_uthread *ut, void *arg)
 {
     (void)arg;
     atomic_store_explicit(&ut->state, WEFT__RUNNABLE, memory_order_relaxed);
-}
-
-/* swap_plain(): a switch from ut to next can be a swap (yield_swap,
- * park_swap) with shared TLS, a guarded stack (no canary to read, no run
- * stack to give back) and a next that is not stack-copy. */
-static inline bool swap_plain(const struct weft_uthread *ut, const struct weft_uthread *next)
-{
-    return !(weft__tls_uthread | !ut->guarded | next->copy);
-}
-
-/* swap_begin() is what a swap does before the sanitizers hear of it and it
- * switches, where nobody else can reach ut or next yet: ut's errno saved
- * and its new state, next started (current). */
-static inline void swap_begin(struct weft__vcore *vc, struct weft_uthread *ut, struct weft_uthread *next,
-                              int state)
-{
-    ut->err = *vc->errno_addr;
-    atomic_store_explicit(&ut->state, state, memory_order_relaxed);
-    start_on(vc, next);
 }
 
 /* yield_swap() ends a yield whose scheduler queued the yielder itself

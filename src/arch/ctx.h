@@ -10,6 +10,7 @@
 #define WEFT_ARCH_CTX_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct weft__ctx {
     void *sp;               /* saved stack pointer; valid while switched out */
@@ -50,6 +51,12 @@ void weft__ctx_swap(struct weft__ctx *save, void *to_sp);
  * left as it was and fn(arg) runs there first (as weft__ctx_switch's fn). */
 void weft__ctx_swap_park(struct weft__ctx *save, void *to_sp, _Atomic int *word,
                          void (*fn)(void *), void *arg);
+
+/* weft__ctx_swap_unlock() is weft__ctx_swap() that releases spinlock *lock
+ * (a release store of 0, as weft__spin_unlock's) once the caller's context
+ * is saved, on to_sp's stack; from then on another thread may resume *save.
+ * The crit count is the caller's to lower. */
+void weft__ctx_swap_unlock(struct weft__ctx *save, void *to_sp, uint32_t *lock);
 
 /* weft__ctx_restore() resumes the context saved in *ctx. */
 _Noreturn void weft__ctx_restore(struct weft__ctx *ctx);

@@ -44,7 +44,7 @@ int weft_cond_timedwait(weft_cond_t *c, weft_mutex_t *m, uint64_t deadline_ns)
     uint32_t seq = atomic_load_explicit(WEFT__AT(&c->seq), memory_order_relaxed);
     atomic_fetch_add_explicit(WEFT__AT(&c->waiters), 1, memory_order_relaxed);
     weft_mutex_unlock(m);
-    int r = weft_futex_wait(&c->seq, seq, deadline_ns);
+    int r = weft__futex_wait_checked(&c->seq, seq, deadline_ns);
     atomic_fetch_sub_explicit(WEFT__AT(&c->waiters), 1, memory_order_release); /* last touch of c */
     weft_mutex_lock(m);
     return r == ETIMEDOUT || r == ENOMEM ? r : 0; /* ENOMEM: no timer for the deadline */

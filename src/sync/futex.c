@@ -37,6 +37,11 @@ int weft_futex_wait(uint32_t *addr, uint32_t val, uint64_t deadline_ns)
         return EINVAL;
     if (WEFT__UNLIKELY(weft__refused_here()))
         return EDEADLK; /* a signal handler that interrupted weft */
+    return weft__futex_wait_checked(addr, val, deadline_ns);
+}
+
+int weft__futex_wait_checked(uint32_t *addr, uint32_t val, uint64_t deadline_ns)
+{
     weft__sc_check(addr, "a futex word (mutex, condition variable, semaphore, barrier, "
                          "once, wait group or weft_futex_wait word) waited on");
     struct bucket *b = bucket_of(addr);

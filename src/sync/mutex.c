@@ -126,7 +126,7 @@ static int lock_slow(weft_mutex_t *m, void *me, uint64_t deadline)
     bool pi = weft__rt.pi;
     while (atomic_exchange_explicit(STATE(m), 2, memory_order_acquire) != 0)
         if ((r = pi ? weft__futex_wait_pi(&m->state, &m->owner, deadline)
-                    : weft_futex_wait(&m->state, 2, deadline)) == ETIMEDOUT || r == ENOMEM) {
+                    : weft__futex_wait_checked(&m->state, 2, deadline)) == ETIMEDOUT || r == ENOMEM) {
             break; /* ENOMEM: no timer for the deadline */
         } else {
             r = 0;

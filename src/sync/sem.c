@@ -60,7 +60,7 @@ int weft_sem_timedwait(weft_sem_t *s, uint64_t deadline_ns)
     for (;;) {
         if (take(s, ONE_SLEEPER))
             return 0;
-        int w = weft_futex_wait((uint32_t *)(void *)&s->state, 0, deadline_ns);
+        int w = weft__futex_wait_checked((uint32_t *)(void *)&s->state, 0, deadline_ns);
         if (w != ETIMEDOUT && w != ENOMEM) /* ENOMEM: no timer for the deadline */
             continue;
         /* Out of time: leave, unless a unit came meanwhile (then take it,

@@ -4,10 +4,11 @@
  * A blocking primitive takes its queue's spinlock, decides it must wait,
  * queues a struct weft__waiter (its uthread's own, weft__waiter_mine(), or
  * on a kernel thread's stack) and calls weft__wait():
- *  - a uthread yields (weft_uthread_yield); the callback, which runs after
- *    the save, arms the deadline timer and only then releases the lock, so
- *    no waker can see the uthread before its context is saved (the parlib
- *    pattern; no lost wake-up);
+ *  - a uthread switches away, and the lock is released only once its
+ *    context is saved, so no waker can see it before (the parlib pattern;
+ *    no lost wake-up): an untimed wait with a local successor by the switch
+ *    itself (weft__block_unlock: weft__ctx_swap_unlock), otherwise by the
+ *    callback of weft_uthread_yield, which first arms the deadline timer;
  *  - an outside kernel thread releases the lock and sleeps on the futex word
  *    in its waiter.
  * A waker takes the lock, unlinks waiters and sets their status, releases the
@@ -19,42 +20,6 @@
 #include <errno.h>
 
 #include "internal.h"
-
-void weft__waiter_init(struct weft__waiter *w)
-{
-    w->next = w->prev = NULL;
-    w->ut = NULL;
-    w->word = 0;
-    w->status = WEFT__WAITING;
-    w->data = 0;
-}
-
-void weft__waitq_push(struct weft__waitq *q, struct weft__waiter *w)
-{
-    weft__sc_check(w, "a waiter");
-    w->next = NULL;
-    w->prev = q->tail;
-    if (q->tail)
-        q->tail->next = w;
-    else
-        q->head = w;
-    q->tail = w;
-    atomic_store_explicit(WEFT__AT(&q->n), q->n + 1, memory_order_relaxed); /* peeked unlocked: weft__fd_pass */
-}
-
-void weft__waitq_remove(struct weft__waitq *q, struct weft__waiter *w)
-{
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        q->head = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
-    else
-        q->tail = w->prev;
-    w->next = w->prev = NULL;
-    atomic_store_explicit(WEFT__AT(&q->n), q->n - 1, memory_order_relaxed);
-}
 
 struct weft__waiter *weft__waitq_pop(struct weft__waitq *q)
 {
@@ -103,8 +68,7 @@ static void block_cb(struct weft_uthread *ut, void *arg)
 {
     struct weft__wait_rec *b = arg;
     weft_uthread_blocked(ut, b->why);
-    if (b->tm.deadline != WEFT_FOREVER &&
-        WEFT__UNLIKELY(weft__alarm_arm(&b->tm) != 0)) { /* under the queue lock: cannot fire early */
+    if (WEFT__UNLIKELY(weft__alarm_arm(&b->tm) != 0)) { /* under the queue lock: cannot fire early */
         /* No timer for the deadline: do not wait unbounded; leave with
          * ENOMEM unless a waker already took us (then its status stands). */
         bool ours = leave_queue(b->q, b->w, ENOMEM);
@@ -138,22 +102,15 @@ static int wait_kernel_thread(uint32_t *lock, struct weft__waitq *q, struct weft
     return w->status;
 }
 
-int weft__wait(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *w,
-               uint64_t deadline_ns, int why)
+/* weft__wait_slow() is weft__wait() (internal.h) for a kernel thread, or
+ * a uthread's timed wait. */
+int weft__wait_slow(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *w,
+                     uint64_t deadline_ns, int why)
 {
     struct weft_uthread *ut = weft_self();
     w->ut = ut;
     if (!ut)
         return wait_kernel_thread(lock, q, w, deadline_ns);
-    if (deadline_ns == WEFT_FOREVER) {
-        /* Only the callback reads the record: it may be on our stack (a
-         * stack-copy uthread's stack is still there while the callback
-         * runs). */
-        struct weft__wait_rec b = { .lock = lock, .q = q, .w = w, .why = why };
-        b.tm.deadline = WEFT_FOREVER;
-        weft_uthread_yield(block_cb, &b);
-        return w->status;
-    }
     /* A timed wait: the timer reaches the record while we wait, so it is
      * the uthread's, never on its stack. */
     struct weft__wait_rec *b = &ut->rec;

@@ -118,6 +118,22 @@ weft__ctx_swap_park:
     b       weft__ctx_resume_sp
     .cfi_endproc
     .size   weft__ctx_swap_park, .-weft__ctx_swap_park
+/* void weft__ctx_swap_unlock(ctx *save, void *to_sp, uint32_t *lock)
+ * weft__ctx_swap that releases a spinlock once the caller is saved: on
+ * to_sp's stack it stores 0 to *lock with a store-release (as
+ * weft__spin_unlock's) and resumes that context. */
+    .globl  weft__ctx_swap_unlock
+    .hidden weft__ctx_swap_unlock
+    .type   weft__ctx_swap_unlock, %function
+    .p2align 4
+weft__ctx_swap_unlock:
+    .cfi_startproc
+    SAVE_CALLER
+    mov     sp, x1
+    stlr    wzr, [x2]
+    b       weft__ctx_resume_sp
+    .cfi_endproc
+    .size   weft__ctx_swap_unlock, .-weft__ctx_swap_unlock
 /* void weft__ctx_restore(ctx *ctx) */
     .globl  weft__ctx_restore
     .hidden weft__ctx_restore

@@ -133,6 +133,21 @@ weft__ctx_swap_park:
     CALL_AND_RESUME %rcx, %r8
     .cfi_endproc
     .size   weft__ctx_swap_park, .-weft__ctx_swap_park
+/* void weft__ctx_swap_unlock(ctx *save, void *to_sp, uint32_t *lock)
+ * weft__ctx_swap that releases a spinlock once the caller is saved: on
+ * to_sp's stack it stores 0 to *lock (a release store, as
+ * weft__spin_unlock's) and resumes that context. */
+    .globl  weft__ctx_swap_unlock
+    .hidden weft__ctx_swap_unlock
+    .type   weft__ctx_swap_unlock, @function
+    .p2align 4
+weft__ctx_swap_unlock:
+    .cfi_startproc
+    SAVE_AND_MOVE
+    movl    $0, (%rdx)
+    jmp     .Lresume
+    .cfi_endproc
+    .size   weft__ctx_swap_unlock, .-weft__ctx_swap_unlock
 /* void weft__ctx_restore(ctx *ctx) */
     .globl  weft__ctx_restore
     .hidden weft__ctx_restore
