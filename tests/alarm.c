@@ -88,11 +88,13 @@ static void stop_half(struct talarm *al, int n, uint32_t seed)
         CHECK_RC(weft_alarm_start(&al[i].a), 0);
     }
     int stopped_true = 0;
+    int early = 0; /* stops begun 1 ms or more before their alarm's deadline */
     char *stopped = calloc((size_t)n, 1);
     CHECK(stopped != NULL, "calloc");
     for (int i = 0; i < n; i += 2) {
         if (check_rand(&seed) % 8 == 0)
             weft_sleep_ns(check_rand(&seed) % 200000);
+        early += weft_now_ns() + MS(1) <= al[i].not_before;
         if (weft_alarm_stop(&al[i].a)) {
             stopped[i] = 1;
             stopped_true++;
@@ -113,7 +115,11 @@ static void stop_half(struct talarm *al, int n, uint32_t seed)
     for (int i = 0; i < n; i++)
         CHECK(atomic_load(&al[i].fired) == (stopped[i] ? 0 : 1),
               "alarm %d fired %d times (stopped=%d)", i, atomic_load(&al[i].fired), stopped[i]);
-    CHECK(stopped_true > 0 || n < 20, "no stop() won at all (%d alarms)", n);
+    /* Some stop must win, unless the machine let none begin well before its
+     * alarm's deadline (all 1000 alarms are due within 10 ms of their start:
+     * under qemu, beside other tests, the starts alone took that long). */
+    CHECK(stopped_true > 0 || early < 20,
+          "no stop() won at all (%d alarms, %d stops begun 1 ms or more before the deadline)", n, early);
     free(stopped);
 }
 
