@@ -907,10 +907,27 @@ static inline int weft__wait(uint32_t *lock, struct weft__waitq *q, struct weft_
 }
 
 /* weft__waiter_wake() wakes a waiter unlinked by a waker; call it after
- * releasing the queue lock. w must not be touched afterwards. */
-void weft__waiter_wake(struct weft__waiter *w);
+ * releasing the queue lock. w must not be touched afterwards. A uthread's
+ * inline, a kernel thread's in weft__waiter_wake_kernel (sync/wait.c). */
+void weft__waiter_wake_kernel(struct weft__waiter *w);
+static inline void weft__waiter_wake(struct weft__waiter *w)
+{
+    struct weft_uthread *ut = w->ut;
+    if (ut)
+        weft_uthread_runnable(ut);
+    else
+        weft__waiter_wake_kernel(w);
+}
+
 /* weft__waiter_wake_list() wakes a NULL-terminated list linked by next. */
-void weft__waiter_wake_list(struct weft__waiter *w);
+static inline void weft__waiter_wake_list(struct weft__waiter *w)
+{
+    while (w) {
+        struct weft__waiter *next = w->next; /* read before w can vanish */
+        weft__waiter_wake(w);
+        w = next;
+    }
+}
 
 /* weft__futex_wait_checked() is weft_futex_wait() for a caller that has
  * checked what it checks: addr non-NULL and aligned, the deadline valid,

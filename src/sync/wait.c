@@ -127,25 +127,11 @@ int weft__wait_slow(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *
     return w->status;
 }
 
-void weft__waiter_wake(struct weft__waiter *w)
+void weft__waiter_wake_kernel(struct weft__waiter *w)
 {
-    struct weft_uthread *ut = w->ut;
-    if (ut) {
-        weft_uthread_runnable(ut);
-        return;
-    }
     /* The waiter may return as soon as it sees the word: touch nothing after. */
     uint32_t *word = &w->word;
     weft__san_release(word); /* partner: wait_kernel_thread (see there) */
     atomic_store_explicit(WEFT__AT(word), 1, memory_order_release);
     weft__futex_wake(word, 1); /* a stale address only risks a spurious wake-up */
-}
-
-void weft__waiter_wake_list(struct weft__waiter *w)
-{
-    while (w) {
-        struct weft__waiter *next = w->next; /* read before w can vanish */
-        weft__waiter_wake(w);
-        w = next;
-    }
 }
