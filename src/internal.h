@@ -83,15 +83,13 @@ struct weft__waiter {
                                          a descriptor poll waiter: its group, io/fd.c) */
 };
 
-/* What a timed wait hands its yield callback and its timer, for the length
- * of the wait: weft__wait()'s deadline (sync/wait.c) or a sleep (alarm.c).
- * An untimed wait uses only lock and why, when its switch cannot release
- * the lock itself (weft__block_unlock).
+/* What a timed wait hands its timer, for the length of the wait:
+ * weft__wait()'s deadline (sync/wait.c) or a sleep (alarm.c).
  * The timed wait stops its alarm with weft__alarm_stop_own(), which never
  * waits (a wait would reuse the waiter the timeout may be reading). */
 struct weft__wait_rec {
     struct weft_alarm tm;            /* the deadline, or the sleep's wake-up */
-    uint32_t *lock;                  /* weft__wait: the queue's lock, released by the callback */
+    uint32_t *lock;                  /* weft__wait: the queue's lock (the timeout takes it) */
     struct weft__waitq *q;           /* weft__wait: the queue, or NULL */
     struct weft__waiter *w;          /* weft__wait: the waiter */
     struct weft_uthread *ut;         /* sleep: the sleeper */
@@ -891,7 +889,8 @@ void weft__block_unlock(uint32_t *lock, int why);
  * guards q) and no other spinlock; weft__wait releases it. q may be NULL
  * without a deadline. why (enum weft_block_why) is what a scheduler's
  * thread_has_blocked hears. Returns w->status. Uthread or kernel thread;
- * inline for a uthread's untimed wait (weft__block_unlock). */
+ * inline for a uthread's untimed wait (weft__block_unlock); weft__wait_slow
+ * arms a timed one's timer first. */
 int weft__wait_slow(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *w,
                      uint64_t deadline_ns, int why);
 static inline int weft__wait(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *w,

@@ -415,11 +415,16 @@ static inline void swap_begin(struct weft__vcore *vc, struct weft_uthread *ut, s
  * entry, no callback. The lock's crit count is lowered before the switch;
  * the switch mark (local_next) keeps signal handlers out until switch_end.
  * Otherwise the way of weft_uthread_yield(), with unlock_cb. */
+struct unlock_args {
+    uint32_t *lock;
+    int why;
+};
+
 static void unlock_cb(struct weft_uthread *ut, void *arg)
 {
-    (void)arg;
-    weft_uthread_blocked(ut, ut->rec.why);
-    weft__spin_unlock(ut->rec.lock);
+    struct unlock_args *a = arg;
+    weft_uthread_blocked(ut, a->why);
+    weft__spin_unlock(a->lock);
 }
 
 void weft__block_unlock(uint32_t *lock, int why)
@@ -428,9 +433,11 @@ void weft__block_unlock(uint32_t *lock, int why)
     struct weft_uthread *ut = vc->current;
     struct weft_uthread *next = local_next(vc);
     if (!next || !swap_plain(ut, next) || weft__rt.has_blocked) {
-        ut->rec.lock = lock; /* unused by an untimed wait: unlock_cb's arguments */
-        ut->rec.why = why;
-        yield_to(vc, ut, next, unlock_cb, NULL);
+        /* On our stack, which stays ours until the callback has run (a
+         * stack-copy uthread's too), not in ut->rec: a timed wait's timeout
+         * may be reading that already. */
+        struct unlock_args a = { lock, why };
+        yield_to(vc, ut, next, unlock_cb, &a);
         return;
     }
     swap_begin(vc, ut, next, WEFT__BLOCKED);

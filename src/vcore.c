@@ -33,8 +33,8 @@
  *      thread; such a yield has no callback left to run and switches with
  *      a plain weft__ctx_swap, yield_swap; a park's one step after the
  *      save, publishing the parker, is done by the switch itself on the
- *      next stack, weft__ctx_swap_park, park_swap, and so is an untimed
- *      wait's, releasing the wait queue's lock, weft__ctx_swap_unlock,
+ *      next stack, weft__ctx_swap_park, park_swap, and so is a wait's,
+ *      releasing the wait queue's lock, weft__ctx_swap_unlock,
  *      weft__block_unlock); weft__ctx_switch saves
  *      the current one, moves to the next one's stack and runs cb there,
  *      below the next one's saved frame, with vc->current NULL (so it runs

@@ -6,9 +6,11 @@
  * on a kernel thread's stack) and calls weft__wait():
  *  - a uthread switches away, and the lock is released only once its
  *    context is saved, so no waker can see it before (the parlib pattern;
- *    no lost wake-up): an untimed wait with a local successor by the switch
- *    itself (weft__block_unlock: weft__ctx_swap_unlock), otherwise by the
- *    callback of weft_uthread_yield, which first arms the deadline timer;
+ *    no lost wake-up): by the switch itself when the scheduler names a local
+ *    successor (weft__block_unlock: weft__ctx_swap_unlock), otherwise by a
+ *    callback after the save. A timed wait arms its timer first, still
+ *    under the lock: the timeout takes the lock too, so it cannot end the
+ *    wait before the save either;
  *  - an outside kernel thread releases the lock and sleeps on the futex word
  *    in its waiter.
  * A waker takes the lock, unlinks waiters and sets their status, releases the
@@ -64,22 +66,6 @@ static void block_timeout(struct weft_alarm *tm)
         weft__waiter_wake(w);
 }
 
-static void block_cb(struct weft_uthread *ut, void *arg)
-{
-    struct weft__wait_rec *b = arg;
-    weft_uthread_blocked(ut, b->why);
-    if (WEFT__UNLIKELY(weft__alarm_arm(&b->tm) != 0)) { /* under the queue lock: cannot fire early */
-        /* No timer for the deadline: do not wait unbounded; leave with
-         * ENOMEM unless a waker already took us (then its status stands). */
-        bool ours = leave_queue(b->q, b->w, ENOMEM);
-        weft__spin_unlock(b->lock);
-        if (ours)
-            weft_uthread_runnable(ut);
-        return;
-    }
-    weft__spin_unlock(b->lock);
-}
-
 static int wait_kernel_thread(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *w,
                               uint64_t deadline)
 {
@@ -120,7 +106,17 @@ int weft__wait_slow(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *
     b->why = why;
     weft_alarm_init(&b->tm, block_timeout);
     b->tm.deadline = deadline_ns;
-    weft_uthread_yield(block_cb, b);
+    /* Armed here, under the queue lock, before the switch: the timeout
+     * takes the lock first, so it cannot end the wait before the switch
+     * has saved us and released the lock (weft__block_unlock). */
+    if (WEFT__UNLIKELY(weft__alarm_arm(&b->tm) != 0)) {
+        /* No timer for the deadline: do not wait unbounded. Nobody has
+         * taken w yet (we hold the lock since it was queued). */
+        leave_queue(q, w, ENOMEM);
+        weft__spin_unlock(lock);
+        return ENOMEM;
+    }
+    weft__block_unlock(lock, why);
     /* Waits out a timeout that lost the race (it reads w, so without a
      * wait of ours that would reuse w). */
     weft__alarm_stop_own(&b->tm);
