@@ -93,7 +93,6 @@ struct weft__wait_rec {
     struct weft__waitq *q;           /* weft__wait: the queue, or NULL */
     struct weft__waiter *w;          /* weft__wait: the waiter */
     struct weft_uthread *ut;         /* sleep: the sleeper */
-    int why;                         /* weft__wait: enum weft_block_why */
     int err;                         /* sleep: ENOMEM when the alarm could not be armed */
 };
 

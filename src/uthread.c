@@ -404,17 +404,41 @@ static inline void swap_begin(struct weft__vcore *vc, struct weft_uthread *ut, s
     start_on(vc, next);
 }
 
-/* weft__block_unlock() blocks the calling uthread, which holds spinlock
- * *lock (its only one) and is queued where a waker that takes *lock finds
- * it. When the scheduler names a local successor and nothing is to be told
- * of the block (shared TLS, a guarded stack, no thread_has_blocked, a
- * successor that is not stack-copy: swap_plain), the uthread is marked
- * blocked and the successor started before the switch (nobody else can
- * reach either while *lock is held), and weft__ctx_swap_unlock() releases
- * *lock on the successor's stack once the uthread is saved: no hand-off
- * entry, no callback. The lock's crit count is lowered before the switch;
- * the switch mark (local_next) keeps signal handlers out until switch_end.
- * Otherwise the way of weft_uthread_yield(), with unlock_cb. */
+/* swap_plain_block(): a block (a park, a wait) can be a swap: swap_plain
+ * and no scheduler to tell of it (thread_has_blocked). */
+static inline bool swap_plain_block(const struct weft_uthread *ut, const struct weft_uthread *next)
+{
+    return swap_plain(ut, next) && !weft__rt.has_blocked;
+}
+
+/* swap_to() is how the three swaps end after swap_begin(): the sanitizers
+ * told of the move to next, the switch by the primitive of `kind` (word:
+ * the park word or the spinlock it releases), ut's arrival back told, the
+ * switch mark ended. Returns when ut runs again. */
+enum swap_kind { SWAP_YIELD, SWAP_PARK, SWAP_UNLOCK };
+static void park_token_cb(void *arg);
+
+static inline void swap_to(struct weft_uthread *ut, struct weft_uthread *next, enum swap_kind kind,
+                           void *word)
+{
+    weft__san_switch(&ut->san, &next->san, next->stack_lo, next->stack_size);
+    switch (kind) {
+    case SWAP_YIELD:
+        weft__ctx_swap(&ut->ctx, next->ctx.sp);
+        break;
+    case SWAP_PARK:
+        weft__ctx_swap_park(&ut->ctx, next->ctx.sp, word, park_token_cb, ut);
+        break;
+    case SWAP_UNLOCK:
+        weft__ctx_swap_unlock(&ut->ctx, next->ctx.sp, word);
+        break;
+    }
+    weft__san_arrive(&ut->san, NULL, NULL);
+    switch_end();
+}
+
+/* unlock_cb() is weft__block_unlock()'s callback: ut blocked, *lock
+ * released (after ut is saved). */
 struct unlock_args {
     uint32_t *lock;
     int why;
@@ -427,12 +451,23 @@ static void unlock_cb(struct weft_uthread *ut, void *arg)
     weft__spin_unlock(a->lock);
 }
 
+/* weft__block_unlock() blocks the calling uthread, which holds spinlock
+ * *lock (its only one) and is queued where a waker that takes *lock finds
+ * it. When the scheduler names a local successor and nothing is to be told
+ * of the block (shared TLS, a guarded stack, no thread_has_blocked, a
+ * successor that is not stack-copy: swap_plain), the uthread is marked
+ * blocked and the successor started before the switch (nobody else can
+ * reach either while *lock is held), and weft__ctx_swap_unlock() releases
+ * *lock on the successor's stack once the uthread is saved: no hand-off
+ * entry, no callback. The lock's crit count is lowered before the switch;
+ * the switch mark (local_next) keeps signal handlers out until switch_end.
+ * Otherwise the way of weft_uthread_yield(), with unlock_cb. */
 void weft__block_unlock(uint32_t *lock, int why)
 {
     struct weft__vcore *vc = weft__vc();
     struct weft_uthread *ut = vc->current;
     struct weft_uthread *next = local_next(vc);
-    if (!next || !swap_plain(ut, next) || weft__rt.has_blocked) {
+    if (!next || !swap_plain_block(ut, next)) {
         /* On our stack, which stays ours until the callback has run (a
          * stack-copy uthread's too), not in ut->rec: a timed wait's timeout
          * may be reading that already. */
@@ -443,10 +478,7 @@ void weft__block_unlock(uint32_t *lock, int why)
     swap_begin(vc, ut, next, WEFT__BLOCKED);
     WEFT__SPIN_RELEASING(lock); /* TSan: the waker's lock acquires what ut wrote */
     WEFT__CRIT_ADD(~0u);        /* the lock's count (-1); the switch mark stays */
-    weft__san_switch(&ut->san, &next->san, next->stack_lo, next->stack_size);
-    weft__ctx_swap_unlock(&ut->ctx, next->ctx.sp, lock);
-    weft__san_arrive(&ut->san, NULL, NULL);
-    switch_end();
+    swap_to(ut, next, SWAP_UNLOCK, lock);
 }
 
 /* runnable_outside() is runnable() on a kernel thread that is not a
@@ -1177,10 +1209,7 @@ static void yielded_cb(struct weft_uthread *ut, void *arg)
 static inline void yield_swap(struct weft__vcore *vc, struct weft_uthread *ut, struct weft_uthread *next)
 {
     swap_begin(vc, ut, next, WEFT__RUNNABLE);
-    weft__san_switch(&ut->san, &next->san, next->stack_lo, next->stack_size);
-    weft__ctx_swap(&ut->ctx, next->ctx.sp);
-    weft__san_arrive(&ut->san, NULL, NULL);
-    switch_end();
+    swap_to(ut, next, SWAP_YIELD, NULL);
 }
 
 /* yield_entry() is vcore context after weft_yield() found nothing local:
@@ -1340,10 +1369,7 @@ static inline void park_swap(struct weft__vcore *vc, struct weft_uthread *ut, st
     _Static_assert(WEFT__PARK_NONE == 0 && WEFT__PARK_PARKED == 2, "weft__ctx_swap_park's values");
     swap_begin(vc, ut, next, WEFT__BLOCKED);
     weft__san_release(&ut->park); /* after ut's last writes */
-    weft__san_switch(&ut->san, &next->san, next->stack_lo, next->stack_size);
-    weft__ctx_swap_park(&ut->ctx, next->ctx.sp, &ut->park, park_token_cb, ut);
-    weft__san_arrive(&ut->san, NULL, NULL);
-    switch_end();
+    swap_to(ut, next, SWAP_PARK, &ut->park);
 }
 
 /* park_entry() is weft_park's entry through vcore context, where a token
@@ -1386,7 +1412,7 @@ int weft_park(void)
         return 0;
     struct weft_uthread *next = local_next(vc);
     if (next) {
-        if (WEFT__LIKELY(swap_plain(ut, next) && !weft__rt.has_blocked))
+        if (WEFT__LIKELY(swap_plain_block(ut, next)))
             park_swap(vc, ut, next);
         else
             handoff(vc, ut, next, park_handoff_entry, park_entry);

@@ -103,7 +103,6 @@ int weft__wait_slow(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *
     b->lock = lock;
     b->q = q;
     b->w = w;
-    b->why = why;
     weft_alarm_init(&b->tm, block_timeout);
     b->tm.deadline = deadline_ns;
     /* Armed here, under the queue lock, before the switch: the timeout
