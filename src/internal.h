@@ -889,7 +889,10 @@ void weft__block_unlock(uint32_t *lock, int why);
  * without a deadline. why (enum weft_block_why) is what a scheduler's
  * thread_has_blocked hears. Returns w->status. Uthread or kernel thread;
  * inline for a uthread's untimed wait (weft__block_unlock); weft__wait_slow
- * arms a timed one's timer first. */
+ * arms a timed one's timer first. Inline, it reads the vcore as
+ * weft__vc_at_entry() does: call it at most once in a function, before
+ * anything there that may switch (a function that waits in a loop calls a
+ * non-inline function that calls it, as weft__futex_wait_checked). */
 int weft__wait_slow(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *w,
                      uint64_t deadline_ns, int why);
 static inline int weft__wait(uint32_t *lock, struct weft__waitq *q, struct weft__waiter *w,
