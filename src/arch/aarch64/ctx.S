@@ -25,6 +25,11 @@
     SAVE_FRAME;                      \
     mov     x9, sp;                  \
     str     x9, [x0]
+/* SAVE_AND_MOVE saves the caller (SAVE_CALLER) and moves to the stack at
+ * x1: a saved or made frame, or a fresh stack's top (16-byte aligned). */
+#define SAVE_AND_MOVE \
+    SAVE_CALLER;                     \
+    mov     sp, x1
 
 /* void weft__ctx_save_and_call(ctx *save, void *stack_top, void (*fn)(void*), void *arg) */
     .globl  weft__ctx_save_and_call
@@ -33,8 +38,7 @@
     .p2align 4
 weft__ctx_save_and_call:
     .cfi_startproc
-    SAVE_CALLER
-    mov     sp, x1
+    SAVE_AND_MOVE
     mov     x0, x3
     mov     x29, #0
     mov     x30, #0
@@ -69,8 +73,7 @@ weft__ctx_save_and_call_here:
     .p2align 4
 weft__ctx_switch:
     .cfi_startproc
-    SAVE_CALLER
-    mov     sp, x1              /* frames are 16-byte aligned */
+    SAVE_AND_MOVE
     mov     x0, x3
     blr     x2
     b       weft__ctx_resume_sp
@@ -85,8 +88,7 @@ weft__ctx_switch:
     .p2align 4
 weft__ctx_swap:
     .cfi_startproc
-    SAVE_CALLER
-    mov     sp, x1
+    SAVE_AND_MOVE
     b       weft__ctx_resume_sp
     .cfi_endproc
     .size   weft__ctx_swap, .-weft__ctx_swap
@@ -104,8 +106,7 @@ weft__ctx_swap:
     .p2align 4
 weft__ctx_swap_park:
     .cfi_startproc
-    SAVE_CALLER
-    mov     sp, x1
+    SAVE_AND_MOVE
     mov     w10, #2
 1:  ldaxr   w9, [x2]
     cbnz    w9, 2f
@@ -128,8 +129,7 @@ weft__ctx_swap_park:
     .p2align 4
 weft__ctx_swap_unlock:
     .cfi_startproc
-    SAVE_CALLER
-    mov     sp, x1
+    SAVE_AND_MOVE
     stlr    wzr, [x2]
     b       weft__ctx_resume_sp
     .cfi_endproc
