@@ -44,8 +44,23 @@ static inline struct fair_state fair_start(void)
     return s;
 }
 
-/* fair_mix() advances s by n steps; it calls nothing. */
-static inline __attribute__((always_inline)) void fair_mix(struct fair_state *s, uint64_t n)
+/* fair_mix() advances s by n steps; it calls nothing. Never inlined, and
+ * 64-byte aligned: every caller in every program (weft's, the pthread
+ * peer's, fair_expected's measurement of one thread's work alone) runs the
+ * same loop at the same place relative to a cache line. Inlined, the copies
+ * sat at different addresses, and the one weft_fairness ran the whole work
+ * in had its macro-fused compare-and-branch across a 32-byte boundary,
+ * which the microcode for Intel's JCC erratum makes ~1.6x slower (a 2-vCPU
+ * Cascade Lake VM: 9.75 s for 1024 threads' work at one vcore, 6.0 s with
+ * the work cut in chunks): the run-to-completion rows measured code
+ * placement. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define FAIR_NOCLONE __attribute__((noclone)) /* no constant-propagated copy either */
+#else
+#define FAIR_NOCLONE
+#endif
+static __attribute__((noinline, aligned(64), unused)) FAIR_NOCLONE void fair_mix(struct fair_state *s,
+                                                                               uint64_t n)
 {
     uint64_t x = s->x, acc = s->acc;
     for (uint64_t i = 0; i < n; i++) {
