@@ -822,6 +822,11 @@ def ring_impls(ncpu: int) -> list[RingImpl]:
         RingImpl("tokio-current-thread", ONE_CPU, "rust", "ringbench",
                  args=["--runtime", "current"], cpus={0}, quick_big=True,
                  idiom="async tasks joined by tokio mpsc channels of capacity 1"),
+        RingImpl("tokio-multi-thread-1worker", ONE_CPU, "rust", "ringbench",
+                 args=["--runtime", "multi", "--workers", "1"], cpus={0},
+                 idiom="the same on tokio's multi-thread runtime with one worker, pinned "
+                       "with its caller to CPU 0: its LIFO slot runs a woken task next, "
+                       "which current-thread's queue does not"),
         RingImpl("tokio-multi-thread", ALL_CPUS, "rust", "ringbench",
                  args=["--runtime", "multi", "--workers", str(ncpu)], quick_big=True,
                  idiom=f"the same on tokio's multi-thread runtime, {ncpu} workers"),
