@@ -1,5 +1,6 @@
 /*
- * san.h — telling ASan, TSan and Valgrind about stack switches.
+ * san.h — telling ASan, TSan and Valgrind about stack switches (and TSan
+ * about weft's blocking system calls: weft__san_blocking_begin/end below).
  *
  * Every switch between stacks goes through weft__san_switch() right before
  * the assembly switch and weft__san_arrive() right after it, on the new
@@ -45,6 +46,10 @@ void __tsan_destroy_fiber(void *fiber);
 void __tsan_switch_to_fiber(void *fiber, unsigned flags);
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
+void __sanitizer_syscall_pre_impl_futex(long uaddr, long op, long val, long timeout, long uaddr2,
+                                        long val3);
+void __sanitizer_syscall_post_impl_futex(long res, long uaddr, long op, long val, long timeout,
+                                         long uaddr2, long val3);
 #endif
 #ifdef WEFT_VALGRIND
 #include <valgrind/valgrind.h>
@@ -221,6 +226,31 @@ static inline struct weft__san weft__san_thread_ctx(const struct weft__san *vcor
     s.tsan_fiber = vcore->tsan_thread;
 #endif
     return s;
+}
+
+/* weft__san_blocking_begin()/weft__san_blocking_end() bracket a system call
+ * that may sleep, made with syscall() (a futex wait, epoll_pwait, ppoll, an
+ * io_uring wait). TSan runs an asynchronous signal's handler late, when the
+ * thread next enters its runtime (an intercepted call), except while the
+ * thread sleeps in one of its own blocking interceptors: a thread asleep in a
+ * bare syscall() held a signal back for as long as it slept (a server's
+ * SIGTERM with its main thread in weft_join: for ever, if no interceptor ran).
+ * TSan's futex system-call hooks (<sanitizer/linux_syscall_hooks.h>) open and
+ * close such a blocking region, whatever the call: pending handlers run at
+ * the begin, and those that come while the call sleeps run at once, as a plain
+ * build runs them. Nothing in other builds. */
+static inline void weft__san_blocking_begin(void)
+{
+#ifdef WEFT_TSAN
+    __sanitizer_syscall_pre_impl_futex(0, 0, 0, 0, 0, 0);
+#endif
+}
+
+static inline void weft__san_blocking_end(void)
+{
+#ifdef WEFT_TSAN
+    __sanitizer_syscall_post_impl_futex(0, 0, 0, 0, 0, 0, 0);
+#endif
 }
 
 #endif

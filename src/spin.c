@@ -61,9 +61,11 @@ int weft__futex_wait(uint32_t *addr, uint32_t val, uint64_t deadline_ns)
     }
     int saved = errno;
     /* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline. */
+    weft__san_blocking_begin();
     long r = syscall(SYS_futex, addr, FUTEX_WAIT_BITSET_PRIVATE, val, tp, NULL,
                      FUTEX_BITSET_MATCH_ANY);
     int e = r == 0 ? 0 : errno;
+    weft__san_blocking_end();
     errno = saved;
     return e == ETIMEDOUT || e == EAGAIN || e == EINTR ? e : 0;
 }

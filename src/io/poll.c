@@ -49,15 +49,21 @@ static WEFT__NOINLINE long sys_ppoll(struct pollfd *fds, nfds_t n, uint64_t dead
         ts = ts_of(deadline > now ? deadline - now : 0);
         tp = &ts;
     }
+    weft__san_blocking_begin();
     long r = syscall(SYS_ppoll, fds, n, tp, NULL, (size_t)(_NSIG / 8));
-    return r < 0 ? -errno : r;
+    r = r < 0 ? -errno : r;
+    weft__san_blocking_end();
+    return r;
 }
 
 /* sys_epoll(): epoll_pwait(2) with a ms timeout (-1 none); -errno on failure. */
 static WEFT__NOINLINE long sys_epoll(int epfd, struct epoll_event *ev, int max, int ms)
 {
+    weft__san_blocking_begin();
     long r = syscall(SYS_epoll_pwait, epfd, ev, max, ms, NULL, (size_t)(_NSIG / 8));
-    return r < 0 ? -errno : r;
+    r = r < 0 ? -errno : r;
+    weft__san_blocking_end();
+    return r;
 }
 
 /* ms_until(): a millisecond timeout for deadline, rounded up (never early). */

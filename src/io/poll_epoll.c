@@ -87,6 +87,7 @@ static int wait_epoll(uint64_t deadline)
     }
     int saved = errno;
     long n = -1;
+    weft__san_blocking_begin();
     if (atomic_load_explicit(&have_pwait2, memory_order_relaxed)) {
         n = syscall(SYS_epoll_pwait2, epfd, evs, BATCH, tp, NULL, (size_t)0);
         if (n < 0 && errno == ENOSYS) /* before Linux 5.11, or an emulator */
@@ -97,6 +98,7 @@ static int wait_epoll(uint64_t deadline)
         int ms = !tp ? -1 : (int)(((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + 999999u) / 1000000u);
         n = syscall(SYS_epoll_pwait, epfd, evs, BATCH, ms, NULL, (size_t)8);
     }
+    weft__san_blocking_end();
     errno = saved;
     if (n <= 0)
         return 0;

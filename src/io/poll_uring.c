@@ -138,7 +138,9 @@ static int wait_uring(uint64_t deadline)
             ts.tv_nsec = (long long)(d % 1000000000u);
             tp = &ts;
         }
+        weft__san_blocking_begin();
         io_uring_wait_cqe_timeout(&ring, &cqe, tp); /* -ETIME, -EINTR: look anyway */
+        weft__san_blocking_end();
     }
 reap:;
     struct weft__waiter *list = NULL;
