@@ -239,6 +239,33 @@ static uintptr_t interrupted_pc(const void *ucv)
 #endif
 }
 
+/* mask_bits(): signals 1..64 of a signal mask, bit n-1 for signal n: the
+ * kernel's own mask, all a signal frame's uc_sigmask holds (the rest of
+ * glibc's larger sigset_t lies past the frame's mask). */
+static uint64_t mask_bits(const sigset_t *set)
+{
+    uint64_t m;
+    memcpy(&m, set, sizeof m);
+    return m;
+}
+
+/* in_handler(): the interrupted code runs with signals blocked that its vcore
+ * thread did not block: inside an application's signal handler (the kernel
+ * blocks the handled signal and the handler's sa_mask while it runs), or
+ * where the uthread blocked them itself. Not a place to switch out: vcore
+ * context and the uthreads run next would inherit that mask (the handled
+ * signal stayed blocked on the vcore for good once the uthread moved), and a
+ * handler resumed on another vcore returns through its frame there, whose
+ * sigreturn installs the first vcore's signal stack on the second's thread
+ * (two threads on one signal stack: their SA_ONSTACK frames overwrite each
+ * other). A handler installed with SA_NODEFER and an empty sa_mask is not
+ * seen. */
+static bool in_handler(const struct weft__vcore *vc, const void *ucv)
+{
+    const ucontext_t *uc = ucv;
+    return (mask_bits(&uc->uc_sigmask) & ~vc->tick.sigmask) != 0;
+}
+
 static bool pc_safe(const void *ucv)
 {
     uintptr_t pc = interrupted_pc(ucv);
@@ -368,8 +395,10 @@ static void notif_handler(int sig, siginfo_t *si, void *ucv)
 #ifdef WEFT_TSAN
     bool safe = false; /* TSan runs us late, from inside its runtime: see event.h */
     (void)pc_safe;
+    (void)in_handler;
 #else
-    bool safe = !nested && ut->notif_depth == 0 && ut->in_sched == 0 && pc_safe(ucv);
+    bool safe = !nested && ut->notif_depth == 0 && ut->in_sched == 0 && pc_safe(ucv) &&
+                !in_handler(vc, ucv);
 #endif
     (void)nested;
     if (!safe) {
@@ -722,7 +751,9 @@ void weft__notif_vcore_start(struct weft__vcore *vc)
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, notif_sig);
-    weft__sys.pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    weft__sys.pthread_sigmask(SIG_UNBLOCK, &set, &set);
+    sigdelset(&set, notif_sig);
+    vc->tick.sigmask = mask_bits(&set);
     timer_t t[2];
     for (int i = 0; i < 2; i++) {
         struct sigevent sev = { 0 };

@@ -24,6 +24,8 @@ struct weft__vcore_tick {
     unsigned char *yield_flagp;      /* this vcore thread's weft__yield_flag; fixed
                                         after start (yield.c, the yield pass) */
     _Atomic uint64_t yield_for;      /* the nrun the flag was set for; the ticker */
+    uint64_t sigmask;                /* signals 1..64 the vcore thread blocked when it
+                                        started (bit n-1: signal n); fixed after start */
 };
 
 #endif
