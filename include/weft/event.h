@@ -33,9 +33,13 @@
  * Safe points. A uthread is only switched out by a signal when the
  * interrupted instruction lies outside libc, the dynamic linker, libgcc_s,
  * libstdc++, liburing, the vDSO, a sanitizer runtime and weft itself (their
- * code ranges are read once at weft_init), and when its notifications are
- * enabled: a lock inside those can therefore never be held by a descheduled
- * uthread. Otherwise the preemption is deferred to the next safe point: the
+ * code ranges are read once at weft_init), when its notifications are
+ * enabled, and when it runs with no signal blocked that its vcore's thread
+ * did not block at weft_init (inside a signal handler the kernel blocks the
+ * handled signal: a handler is never switched out, so its mask and its
+ * return stay on the thread it interrupted; a uthread that blocks signals
+ * itself is not preempted until it unblocks them): a lock inside those can
+ * therefore never be held by a descheduled uthread. Otherwise the preemption is deferred to the next safe point: the
  * next tick that finds the uthread in its own code, the next call into weft
  * that switches (any blocking call, weft_yield) or weft_now_ns(), or the
  * outermost weft_notifs_enable(). What stays unsafe is a lock of the
