@@ -9,6 +9,7 @@
  *                          is still false after a generous bound: a hang
  *                          becomes a message instead of a CTest timeout.
  * errno_now()              this uthread's errno, read afresh (see below).
+ * check_vcore_threads(out, n)  each vcore's kernel thread, for signals.
  * check_watchdog(secs)     kills the test with a message naming the current
  *                          phase (check_phase()) if it runs longer than secs.
  *
@@ -375,6 +376,29 @@ static inline uint64_t spin_work(unsigned n)
     for (unsigned i = 0; i < n; i++)
         acc += (uint64_t)i * 2654435761u;
     return acc;
+}
+
+/* check_vcore_threads(out, n) fills out[v] with the kernel thread of vcore v
+ * for v < n, from a pinned uthread on each (the runtime started). */
+__attribute__((unused)) static pthread_t *check_vt_out;
+__attribute__((unused)) static atomic_int check_vt_done;
+
+__attribute__((unused)) static void *check_vt_record(void *arg)
+{
+    check_vt_out[(intptr_t)arg] = pthread_self();
+    atomic_fetch_add(&check_vt_done, 1);
+    return NULL;
+}
+
+__attribute__((unused)) static void check_vcore_threads(pthread_t *out, int n)
+{
+    check_vt_out = out;
+    atomic_store(&check_vt_done, 0);
+    for (int v = 0; v < n; v++) {
+        weft_attr_t a = { .flags = WEFT_PINNED | WEFT_DETACHED, .vcore = v };
+        CHECK_RC(weft_spawn(NULL, &a, check_vt_record, (void *)(intptr_t)v), 0);
+    }
+    WAIT_UNTIL(atomic_load(&check_vt_done) == n, "the vcore threads recorded");
 }
 
 #endif /* WEFT_TESTS_CHECK_H */

@@ -23,7 +23,6 @@
 static int nvc;
 static pthread_t vthreads[64];
 static void *altstacks[64];
-static atomic_int nrecorded;
 static atomic_bool stop;
 static atomic_long handled, sent;
 static atomic_int in_handler;
@@ -46,14 +45,11 @@ static void on_usr1(int sig)
     atomic_fetch_sub(&in_handler, 1);
 }
 
-static void *record(void *arg)
+static void *record_altstack(void *arg)
 {
-    intptr_t v = (intptr_t)arg;
     stack_t ss;
     CHECK(sigaltstack(NULL, &ss) == 0, "sigaltstack");
-    vthreads[v] = pthread_self();
-    altstacks[v] = ss.ss_sp;
-    atomic_fetch_add(&nrecorded, 1);
+    altstacks[(intptr_t)arg] = ss.ss_sp;
     return NULL;
 }
 
@@ -68,6 +64,18 @@ static void *check_altstack(void *arg)
     CHECK(pthread_sigmask(SIG_BLOCK, NULL, &m) == 0, "pthread_sigmask");
     CHECK(!sigismember(&m, SIGUSR1), "vcore %d: its kernel thread blocks SIGUSR1", (int)v);
     return NULL;
+}
+
+/* Runs fn(v) on each vcore v, pinned, and waits for it. */
+static void on_each_vcore(void *(*fn)(void *))
+{
+    weft_t t[64];
+    for (int v = 0; v < nvc; v++) {
+        weft_attr_t a = { .flags = WEFT_PINNED, .vcore = v };
+        CHECK_RC(weft_spawn(&t[v], &a, fn, (void *)(intptr_t)v), 0);
+    }
+    for (int v = 0; v < nvc; v++)
+        CHECK_RC(weft_join(t[v], NULL), 0);
 }
 
 /* Application code that calls weft only to sleep a little between bursts
@@ -113,12 +121,9 @@ int main(void)
     nvc = weft_num_vcores();
     CHECK(nvc > 0 && nvc <= 64, "%d vcores", nvc);
 
-    check_phase("record each vcore's signal stack");
-    for (int v = 0; v < nvc; v++) {
-        weft_attr_t a = { .flags = WEFT_PINNED | WEFT_DETACHED, .vcore = v };
-        CHECK_RC(weft_spawn(NULL, &a, record, (void *)(intptr_t)v), 0);
-    }
-    WAIT_UNTIL(atomic_load(&nrecorded) == nvc, "recorders");
+    check_phase("record each vcore's thread and signal stack");
+    check_vcore_threads(vthreads, nvc);
+    on_each_vcore(record_altstack);
     for (int v = 0; v < nvc; v++) {
         CHECK(altstacks[v] != NULL, "vcore %d has no signal stack", v);
         for (int w = 0; w < v; w++)
@@ -143,13 +148,7 @@ int main(void)
         CHECK_RC(weft_join(workers[i], NULL), 0);
 
     check_phase("each vcore's signal stack is still its own");
-    weft_t checkers[64];
-    for (int v = 0; v < nvc; v++) {
-        weft_attr_t a = { .flags = WEFT_PINNED, .vcore = v };
-        CHECK_RC(weft_spawn(&checkers[v], &a, check_altstack, (void *)(intptr_t)v), 0);
-    }
-    for (int v = 0; v < nvc; v++)
-        CHECK_RC(weft_join(checkers[v], NULL), 0);
+    on_each_vcore(check_altstack);
     uint64_t taken = 0, deferred = 0;
     for (int v = 0; v < nvc; v++) {
         struct weft_vcore_stats st;

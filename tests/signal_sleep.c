@@ -22,7 +22,6 @@
 
 static int nvc;
 static pthread_t vthreads[64];
-static atomic_int nrecorded;
 static atomic_long handled;
 
 static weft_sem_t release[64]; /* sleeper v waits on release[v] */
@@ -31,13 +30,6 @@ static void on_signal(int sig)
 {
     (void)sig;
     atomic_fetch_add(&handled, 1);
-}
-
-static void *recorder(void *arg)
-{
-    vthreads[(intptr_t)arg] = pthread_self();
-    atomic_fetch_add(&nrecorded, 1);
-    return NULL;
 }
 
 /* Sleeps in a timed wait a minute long: its vcore naps until then. */
@@ -102,11 +94,7 @@ int main(void)
     CHECK(nvc > 0 && nvc <= 64, "%d vcores", nvc);
 
     check_phase("record the vcore threads");
-    for (int v = 0; v < nvc; v++) {
-        weft_attr_t a = { .flags = WEFT_PINNED | WEFT_DETACHED, .vcore = v };
-        CHECK_RC(weft_spawn(NULL, &a, recorder, (void *)(intptr_t)v), 0);
-    }
-    WAIT_UNTIL(atomic_load(&nrecorded) == nvc, "recorders");
+    check_vcore_threads(vthreads, nvc);
 
     check_phase("vcores asleep until an alarm a minute away");
     weft_t sleepers[64];

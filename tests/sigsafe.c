@@ -44,7 +44,6 @@ const char *__asan_default_options(void)
 
 static int nvc;
 static pthread_t vthreads[64];
-static atomic_int nrecorded;
 static pthread_t main_thread;
 
 static weft_sem_t hsem = WEFT_SEM_INIT(0);     /* posted by handlers */
@@ -107,13 +106,6 @@ static void on_usr2(int sig)
     }
 out:
     atomic_fetch_sub(&in_handler, 1);
-}
-
-static void *recorder(void *arg)
-{
-    vthreads[(intptr_t)arg] = pthread_self();
-    atomic_fetch_add(&nrecorded, 1);
-    return NULL;
 }
 
 static void *parker(void *arg)
@@ -204,11 +196,7 @@ int main(void)
     CHECK(nvc > 0 && nvc <= 64, "%d vcores", nvc);
 
     check_phase("record the vcore threads");
-    for (int v = 0; v < nvc; v++) {
-        weft_attr_t a = { .flags = WEFT_PINNED | WEFT_DETACHED, .vcore = v };
-        CHECK_RC(weft_spawn(NULL, &a, recorder, (void *)(intptr_t)v), 0);
-    }
-    WAIT_UNTIL(atomic_load(&nrecorded) == nvc, "recorders");
+    check_vcore_threads(vthreads, nvc);
 
     struct sigaction sa = { 0 };
     sa.sa_handler = on_usr1;
