@@ -10,9 +10,10 @@
  * whose next SA_ONSTACK handlers (weft's SIGSEGV handler among them)
  * overwrite each other's frames (sigsafe once died so under ASan: a sigreturn
  * from a zeroed frame, every register 0). Proves:
- *  - after uthreads on every vcore were interrupted by handlers that run
- *    for several preemption periods, each vcore's kernel thread still has
- *    the signal stack it started with, and no two vcores share one;
+ *  - uthreads on every vcore are interrupted by handlers that run for
+ *    several preemption periods: each handler ends on the kernel thread it
+ *    started on; afterwards each vcore's thread still has the signal stack
+ *    it started with (no two share one) and does not block the signal;
  *  - preemption worked meanwhile (the workers were preempted; handlers ran).
  */
 #define _GNU_SOURCE
@@ -26,6 +27,7 @@ static void *altstacks[64];
 static atomic_bool stop;
 static atomic_long handled, sent;
 static atomic_int in_handler;
+static atomic_long moved;                   /* handlers that ended on another thread */
 static volatile unsigned long sink;
 
 /* Runs a few preemption periods in the application's own code, so that a
@@ -34,6 +36,7 @@ static void on_usr1(int sig)
 {
     (void)sig;
     atomic_fetch_add(&in_handler, 1);
+    pthread_t self = pthread_self();
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     do {
@@ -41,6 +44,8 @@ static void on_usr1(int sig)
             sink = sink * 31u + (unsigned long)i;
         clock_gettime(CLOCK_MONOTONIC, &t);
     } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 400000L);
+    if (!pthread_equal(self, pthread_self()))
+        atomic_fetch_add(&moved, 1);
     atomic_fetch_add(&handled, 1);
     atomic_fetch_sub(&in_handler, 1);
 }
@@ -141,6 +146,8 @@ int main(void)
     usleep(10 * 1000); /* a signal sent may still be on its way */
     WAIT_UNTIL(atomic_load(&in_handler) == 0, "handlers done");
     /* (signals sent while one is pending merge: fewer run than were sent) */
+    CHECK(atomic_load(&moved) == 0, "%ld of %ld handlers ended on another kernel thread",
+          atomic_load(&moved), atomic_load(&handled));
     CHECK(atomic_load(&handled) >= 10, "only %ld handlers ran of %ld signals", atomic_load(&handled),
           atomic_load(&sent));
     atomic_store(&stop, true);
