@@ -3,7 +3,9 @@
  * (src/sched/ws.c, compiled into this program): the owner's ring and its
  * spill keep FIFO order, a drained burst gives its spill back, a thief's
  * grab takes the oldest half, and an owner pushing and popping while a
- * thief grabs loses and duplicates nothing.
+ * thief grabs loses and duplicates nothing. With one vcore, a uthread that a
+ * wake-up displaces from next runs right after next, ahead of older woken
+ * uthreads, except every PREV_RUNS-th time, when it queues behind them.
  *
  * No runtime runs: the uthreads are bare scheduler links (all ws touches of
  * a uthread is weft_uthread_link(t)), and the queues are used from plain
@@ -159,6 +161,50 @@ static void case_race(void)
     free((void *)taken);
 }
 
+static size_t idx_or(struct weft_uthread *t)
+{
+    return t ? idx(t) : (size_t)-1;
+}
+
+/* One vcore: the displaced uthread waits in prev, ahead of the woken ring,
+ * and every PREV_RUNS-th run from there goes behind the woken ring. */
+static void case_prev(void)
+{
+    check_phase("one vcore: a displaced next runs next, within its bound");
+    fini_ws();
+    CHECK_RC(init_ws(1), 0);
+    CHECK(solo, "one queue: solo");
+    struct vq *q = &vqs[0];
+    const size_t a = 0, b = 1, old0 = 100, old1 = 101;
+    size_t ids[] = { a, b, old0, old1 };
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+        links[ids[i]] = (struct weft_sched_link){ .vcore = 0, .waker = 0, .by_uthread = 1,
+                                                  .sched_flags = WS_RAN };
+    q_push(q, W, U(old0)); /* woken earlier from vcore context */
+    q_push(q, W, U(old1));
+    for (unsigned r = 0; r < PREV_RUNS; r++) {
+        thread_runnable_ws(U(a)); /* a uthread wakes a, then b, and blocks */
+        thread_runnable_ws(U(b));
+        size_t first = idx_or(take_local_ws(0)), second = idx_or(take_local_ws(0));
+        CHECK(first == b, "round %u: %zd ran first, not the last woken", r, (ssize_t)first);
+        if (r + 1 < PREV_RUNS) {
+            CHECK(second == a, "round %u: %zd ran second, not the displaced uthread", r,
+                  (ssize_t)second);
+            continue;
+        }
+        CHECK(second == old0, "run %u from prev (%zd ran) did not go behind the woken ring",
+              PREV_RUNS, (ssize_t)second);
+        size_t third = idx_or(take_local_ws(0)), fourth = idx_or(take_local_ws(0));
+        CHECK(third == old1 && fourth == a, "then %zd and %zd ran (want %zu, %zu)",
+              (ssize_t)third, (ssize_t)fourth, old1, a);
+    }
+    CHECK(take_local_ws(0) == NULL && q->prev == NULL, "the queues are not empty");
+    /* The bound restarts: the next displaced one runs second again. */
+    thread_runnable_ws(U(a));
+    thread_runnable_ws(U(b));
+    CHECK(take_local_ws(0) == U(b) && take_local_ws(0) == U(a), "after the bound: not b, a");
+}
+
 int main(void)
 {
     check_watchdog(WATCHDOG_SECS);
@@ -169,6 +215,7 @@ int main(void)
     case_fifo();
     case_grab();
     case_race();
+    case_prev();
     fini_ws();
     free(links);
     printf("ws_queues: ok (the thief took %zu of %zu in the race)\n", atomic_load(&thief_took),

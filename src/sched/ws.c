@@ -12,9 +12,21 @@
  *    queued on v; else the back of v's woken ring): v's `next` slot (the waker's
  *    vcore, wherever the uthread ran before: a woken uthread follows its
  *    waker, so communicating uthreads gather on one vcore and their
- *    hand-offs stay local). What it displaces goes to the back of v's
- *    woken ring. No kick: the waker usually blocks next and v runs it at
- *    once; waking another vcore for it would only make that one spin.
+ *    hand-offs stay local). No kick: the waker usually blocks next and v
+ *    runs it at once; waking another vcore for it would only make that one
+ *    spin. What it displaces goes to the back of v's woken ring, with a
+ *    kick (a thief may run it at once), except with one vcore, where no
+ *    thief could: there it waits in v's `prev` slot, if free, ahead of the
+ *    woken ring. A uthread that wakes two and blocks (a relay passing two
+ *    tokens on, a producer and its consumers) so runs both before anything
+ *    older, and a group of uthreads that keep waking each other runs on
+ *    while its state is in the cache, instead of taking its turn behind
+ *    every other group (a ring of 8 uthreads among 10 000 at one vcore:
+ *    about 4 cache misses per message before, 6x the messages/s with prev).
+ *    Bounded: every PREV_RUNS-th uthread taken from prev goes to the back
+ *    of the woken ring instead, and prev counts in the woken ring's chain
+ *    below. Go's runnext chain, bounded by its time slice, and tokio's LIFO
+ *    slot give their rings the same locality.
  *  - spawned by a uthread on v: v's `next` slot if it is free (a spawner
  *    that joins at once hands v to the child), else the back of v's woken
  *    ring (spawns start in spawn order); with a kick either way: if the
@@ -39,11 +51,11 @@
  * queue comes first (Go's schedtick % 61: outside work cannot starve);
  * pinned uthreads alternate with the rest; then `next`, at most NEXT_CHAIN
  * decisions in a row (two uthreads waking each other cannot starve the
- * rings); then the woken ring, at most NEXT_CHAIN decisions in a row counted
- * together with `next` (then one paused uthread runs: wake-ups cannot
- * starve the paused, and a woken uthread never queues behind the CPU-bound
- * uthreads preemption keeps rotating); then the paused ring; then the
- * injection queue.
+ * rings); then `prev` (see above) and the woken ring, at most NEXT_CHAIN
+ * decisions in a row counted together with `next` (then one paused uthread
+ * runs: wake-ups cannot starve the paused, and a woken uthread never queues
+ * behind the CPU-bound uthreads preemption keeps rotating); then the paused
+ * ring, `prev`, the woken ring; then the injection queue.
  *
  * Rings. Each is a bounded circular buffer (RING slots) with a head and a
  * tail counter. Only the owner pushes: it stores the slot and then the tail
@@ -93,6 +105,7 @@
 #define RING 1024u           /* slots per ring, a power of two */
 #define RING_MASK (RING - 1)
 #define NEXT_CHAIN 16        /* decisions in a row from next (and next + woken) */
+#define PREV_RUNS 32         /* runs from prev per trip to the back of the woken ring */
 #define INJECT_EVERY 61      /* decisions between looks at the injection queue */
 #define WATCH_EVERY 128      /* a thief looks at a victim's next every 128th round */
 #define POKE_LOOKS 1         /* looks after the first that find next stuck: a poke */
@@ -118,6 +131,8 @@ struct vq {
     struct weft_uthread *_Atomic next;
     unsigned chain;                  /* decisions in a row taken from next */
     unsigned wchain;                 /* decisions in a row taken from next or the woken ring */
+    struct weft_uthread *prev;       /* solo only: what a wake-up displaced from next */
+    unsigned prev_runs;              /* runs from prev since its last trip to the back */
     unsigned inject_tick;            /* decisions until the injection queue comes first */
     uint32_t head_seen[2];           /* head[c] as last read here (heads only grow: a
                                         push that finds room by it has room) */
@@ -437,6 +452,22 @@ static struct weft_uthread *inject_take(struct vq *q)
     return first;
 }
 
+/* take_prev() takes prev (solo: see the top of this file), unless this is
+ * its PREV_RUNS-th run from there: then it goes to the back of the woken
+ * ring instead, behind whatever waited there. */
+static inline struct weft_uthread *take_prev(struct vq *q)
+{
+    struct weft_uthread *t = q->prev;
+    if (!t)
+        return NULL;
+    q->prev = NULL;
+    if (++q->prev_runs < PREV_RUNS)
+        return t;
+    q->prev_runs = 0;
+    q_push(q, W, t);
+    return NULL;
+}
+
 /* take_rings() is take()'s common part: next (within its chain), the
  * woken ring (within its chain), the paused ring, then the rest. */
 static inline struct weft_uthread *take_rings(struct vq *q)
@@ -450,13 +481,13 @@ static inline struct weft_uthread *take_rings(struct vq *q)
     }
     q->chain = 0;
     if (q->wchain < NEXT_CHAIN) {
-        if ((t = q_pop(q, W)) != NULL) {
+        if ((t = take_prev(q)) != NULL || (t = q_pop(q, W)) != NULL) {
             q->wchain++;
             return t;
         }
     }
     q->wchain = 0;
-    if ((t = q_pop(q, P)) != NULL || (t = q_pop(q, W)) != NULL)
+    if ((t = q_pop(q, P)) != NULL || (t = take_prev(q)) != NULL || (t = q_pop(q, W)) != NULL)
         return t;
     if ((t = atomic_load_explicit(&q->next, memory_order_relaxed)) != NULL) {
         atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
@@ -524,7 +555,7 @@ static struct weft_uthread *take_local_ws(int me)
         q->wchain++;
         return t;
     }
-    if (solo && q->spill[W].n == 0) { /* W's spill comes before P's ring */
+    if (solo && q->spill[W].n == 0 && !q->prev) { /* W's spill and prev come before P's ring */
         uint32_t ph = atomic_load_explicit(&q->head[P], memory_order_relaxed);
         if (atomic_load_explicit(&q->head[W], memory_order_relaxed) ==
                 atomic_load_explicit(&q->tail[W], memory_order_relaxed) &&
@@ -549,7 +580,7 @@ static struct weft_uthread *take_yield_ws(int me, struct weft_uthread *self, int
 {
     struct vq *q = &vqs[me];
     if (solo && q->inject_tick > 1 && !pinned(self) && !q->pinned.head &&
-        !atomic_load_explicit(&q->next, memory_order_relaxed) &&
+        !atomic_load_explicit(&q->next, memory_order_relaxed) && !q->prev &&
         !atomic_load_explicit(&q->inbox_has, memory_order_relaxed) &&
         q->spill[W].n == 0 && q->spill[P].n == 0 &&
         atomic_load_explicit(&q->head[W], memory_order_relaxed) ==
@@ -742,6 +773,20 @@ static void inbox_push(int v, struct weft_uthread *t)
     weft_vcore_wake(v); /* only v looks at its inbox */
 }
 
+/* displaced() queues old, which a wake-up just moved out of next. With one
+ * vcore it waits in prev if that is free (see the top of this file); else
+ * at the back of the woken ring, where a thief may take it (a kick). */
+static inline void displaced(struct vq *q, struct weft_uthread *old)
+{
+    if (solo && !q->prev && !pinned(old)) {
+        q->prev = old;
+        return;
+    }
+    queue_here(q, old, false);
+    if (!solo)
+        weft_vcore_kick_local();
+}
+
 /* runnable_slow() is thread_runnable_ws for everything but a uthread that
  * has run, is not pinned and is woken by a uthread on its own vcore. */
 static __attribute__((noinline)) void runnable_slow(struct weft_uthread *t)
@@ -805,11 +850,8 @@ static __attribute__((noinline)) void runnable_slow(struct weft_uthread *t)
      * nothing else queued here: not stealable meanwhile), having run
      * elsewhere before. */
     atomic_store_explicit(&q->next, t, memory_order_relaxed);
-    if (old) {
-        queue_here(q, old, false);
-        if (!solo)
-            weft_vcore_kick_local();
-    }
+    if (old)
+        displaced(q, old);
 }
 
 static void thread_runnable_ws(struct weft_uthread *t)
@@ -824,9 +866,7 @@ static void thread_runnable_ws(struct weft_uthread *t)
         atomic_store_explicit(&q->next, t, memory_order_relaxed);
         if (__builtin_expect(old == NULL, 1))
             return;
-        queue_here(q, old, false);
-        if (!solo)
-            weft_vcore_kick_local();
+        displaced(q, old);
         return;
     }
     runnable_slow(t);
@@ -857,6 +897,10 @@ static void poked_ws(void)
         queue_here(q, t, false);
         more = true;
     }
+    if (q->prev) {
+        queue_here(q, q->prev, false);
+        q->prev = NULL;
+    }
     if (more && !solo)
         weft_vcore_kick_local(); /* the poker may have parked since */
 }
@@ -865,6 +909,10 @@ static void poked_ws(void)
 static int reclaim_ws(int me, struct weft_uthread *t)
 {
     struct vq *q = &vqs[me];
+    if (q->prev == t) {
+        q->prev = NULL;
+        return 1;
+    }
     if (atomic_load_explicit(&q->next, memory_order_relaxed) != t)
         return 0;
     atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
@@ -885,6 +933,8 @@ static int init_ws(int nvcores)
         struct vq *q = &vqs[i];
         atomic_init(&q->next, NULL);
         q->chain = q->wchain = 0;
+        q->prev = NULL;
+        q->prev_runs = 0;
         q->inject_tick = INJECT_EVERY;
         q->pin_turn = false;
         q->pinned = (struct weft_ulist){ NULL, NULL };
