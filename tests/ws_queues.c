@@ -198,7 +198,7 @@ static void case_prev(void)
         CHECK(third == old1 && fourth == a, "then %zd and %zd ran (want %zu, %zu)",
               (ssize_t)third, (ssize_t)fourth, old1, a);
     }
-    CHECK(take_local_ws(0) == NULL && q->prev == NULL, "the queues are not empty");
+    CHECK(take_local_ws(0) == NULL && prev_of(q) == NULL, "the queues are not empty");
     /* The bound restarts: the next displaced one runs second again. */
     thread_runnable_ws(U(a));
     thread_runnable_ws(U(b));
