@@ -25,7 +25,7 @@
  *    while its state is in the cache, instead of taking its turn behind
  *    every other group (a ring of 8 uthreads among 10 000 at one vcore:
  *    about 4 cache misses per message without prev, 5x the messages/s
- *    with it; 4x at two vcores).
+ *    with it; 2.5x at two vcores).
  *    Bounded: every PREV_RUNS-th uthread taken from prev goes to the back
  *    of the woken ring instead, and prev counts in the woken ring's chain
  *    below. Go's runnext chain, bounded by its time slice, and tokio's LIFO
