@@ -205,6 +205,36 @@ static void case_prev(void)
     CHECK(take_local_ws(0) == U(b) && take_local_ws(0) == U(a), "after the bound: not b, a");
 }
 
+/* Two vcores: prev only while the woken ring holds others a thief can take
+ * (else the displaced uthread itself must be stealable), and thieves count
+ * it as hidden work. */
+static void case_prev_thieves(void)
+{
+    check_phase("two vcores: prev only beside stealable work");
+    fini_ws();
+    CHECK_RC(init_ws(2), 0);
+    struct vq *q = &vqs[0], *thief = &vqs[1];
+    const size_t a = 0, b = 1, old0 = 100;
+    size_t ids[] = { a, b, old0 };
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+        links[ids[i]] = (struct weft_sched_link){ .vcore = 0, .waker = 0, .by_uthread = 1,
+                                                  .sched_flags = WS_RAN };
+    thread_runnable_ws(U(a));
+    thread_runnable_ws(U(b)); /* the woken ring is empty: a goes there */
+    CHECK(prev_of(q) == NULL && ring_len(q, W) == 1, "with nothing else queued, a went to "
+          "prev (%zd) or not to the woken ring (%u)", (ssize_t)idx_or(prev_of(q)), ring_len(q, W));
+    CHECK(ring_grab(q, thief, W) == U(a), "a thief could not take the displaced uthread");
+    CHECK(take_local_ws(0) == U(b) && take_local_ws(0) == NULL, "the owner's queue: not b alone");
+    q_push(q, W, U(old0));
+    thread_runnable_ws(U(a));
+    thread_runnable_ws(U(b)); /* old0 is there for thieves: a waits in prev */
+    CHECK(prev_of(q) == U(a) && hidden(q), "beside stealable work, a is not in prev (%zd)",
+          (ssize_t)idx_or(prev_of(q)));
+    size_t r1 = idx_or(take_local_ws(0)), r2 = idx_or(take_local_ws(0)), r3 = idx_or(take_local_ws(0));
+    CHECK(r1 == b && r2 == a && r3 == old0, "ran %zd, %zd, %zd (want b, a, the older one)",
+          (ssize_t)r1, (ssize_t)r2, (ssize_t)r3);
+}
+
 int main(void)
 {
     check_watchdog(WATCHDOG_SECS);
@@ -216,6 +246,7 @@ int main(void)
     case_grab();
     case_race();
     case_prev();
+    case_prev_thieves();
     fini_ws();
     free(links);
     printf("ws_queues: ok (the thief took %zu of %zu in the race)\n", atomic_load(&thief_took),
