@@ -18,7 +18,11 @@
  * Where a runnable uthread goes (thread_runnable, thread_paused):
  *  - woken by the uthread running on vcore v (or by its blocking callback,
  *    an exit waking its joiner): v's next slot (a woken uthread follows its
- *    waker, as in ws); what it displaces goes to the back of its level;
+ *    waker, as in ws); what it displaces goes to the back of its level,
+ *    except with one vcore online: there it goes to the front of its level
+ *    (ws's prev slot: a group of uthreads that keep waking each other runs
+ *    on while its state is cached), unless the last one put there is still
+ *    queued or this is the FRONT_RUNS-th in a row;
  *  - spawned by a uthread on v: next if it is free, else the back of its
  *    level on v, with a kick;
  *  - made runnable in vcore context of v (alarms, events, the poller): the
@@ -111,6 +115,8 @@
 
 #define NLEVELS WEFT_PRIO_LEVELS
 #define NEXT_CHAIN 16        /* decisions in a row from next */
+#define FRONT_RUNS 32        /* displaced uthreads put at their level's front per one
+                                put at its back (ws's PREV_RUNS) */
 #define SLOW_EVERY 61        /* decisions between looks at aging and the mode */
 #define STEAL_MAX 32         /* uthreads one steal takes at most */
 #define WATCH_EVERY 128      /* a thief looks at busy vcores' next every 128th round
@@ -157,6 +163,10 @@ struct pq {
     /* Owner only. */
     struct weft_uthread *_Atomic next; /* the wake-up slot; thieves read it (relaxed) */
     unsigned chain;                  /* decisions in a row taken from next */
+    struct weft_uthread *fronted;    /* the last displaced uthread put at a level's front
+                                        (compared, never read: it may be freed) */
+    int fronted_lv;                  /* ... and that level */
+    unsigned front_runs;             /* displaced ones put at a front since one went back */
     unsigned slow_tick;              /* decisions until the next slow look */
     bool board;                      /* the process is attached to a board */
     bool slow;                       /* board || ovf: take_local's fast path is off */
@@ -1098,6 +1108,35 @@ static int target(struct weft_uthread *t)
     return (int)((atomic_fetch_add_explicit(&rr, 1, memory_order_relaxed) + 1) % (unsigned)n);
 }
 
+/* fronted_waits(): the last displaced uthread put at a level's front is
+ * still there (the level's first slot), by its queue alone. */
+static inline bool fronted_waits(struct pq *q)
+{
+    struct level *lv = &q->lv[q->fronted_lv];
+    return q->fronted && lv->live && lv->v[lv->head & lv->mask] == q->fronted;
+}
+
+/* displaced() queues old, which a wake-up on this vcore just moved out of
+ * next: at the front of its level with one vcore online, as the top of
+ * this file says; else at the back, with a kick when thieves may take it. */
+static inline void displaced(struct pq *q, struct weft_uthread *old)
+{
+    if (!q->locking) {
+        int l = level_of(old);
+        if (!fronted_waits(q) && ++q->front_runs < FRONT_RUNS) {
+            q->fronted = old;
+            q->fronted_lv = l;
+            lv_push_front(q, old, l);
+            return;
+        }
+        q->front_runs = 0;
+        lv_push_back(q, old, l, 0);
+        return;
+    }
+    queue_own(q, old);
+    weft_vcore_kick_local();
+}
+
 static void thread_runnable_prio(struct weft_uthread *t)
 {
     struct weft_sched_link *l = L(t);
@@ -1110,11 +1149,8 @@ static void thread_runnable_prio(struct weft_uthread *t)
         struct pq *q = &pqs[me];
         struct weft_uthread *old = atomic_load_explicit(&q->next, memory_order_relaxed);
         atomic_store_explicit(&q->next, t, memory_order_relaxed);
-        if (old) {
-            queue_own(q, old);
-            if (q->locking)
-                weft_vcore_kick_local();
-        }
+        if (old)
+            displaced(q, old);
         int lt = level_of(t);
         if (__builtin_expect(lt > atomic_load_explicit(&q->cur, memory_order_relaxed), 0) &&
             preempting())
@@ -1152,11 +1188,8 @@ static void thread_runnable_prio(struct weft_uthread *t)
          * a blocking callback with nothing at its level or above here. */
         struct weft_uthread *old = atomic_load_explicit(&q->next, memory_order_relaxed);
         atomic_store_explicit(&q->next, t, memory_order_relaxed);
-        if (old) {
-            queue_own(q, old);
-            if (q->locking)
-                weft_vcore_kick_local();
-        }
+        if (old)
+            displaced(q, old);
     } else {
         /* Vcore context (alarms, events, the poller), or a blocking
          * callback with other work queued: in order, with a kick. */
@@ -1380,6 +1413,9 @@ static int init_prio(int nvcores)
         struct pq *q = &pqs[i];
         atomic_init(&q->next, NULL);
         q->chain = 0;
+        q->fronted = NULL;
+        q->fronted_lv = 0;
+        q->front_runs = 0;
         q->slow_tick = SLOW_EVERY;
         q->board = false;
         q->slow = false;
