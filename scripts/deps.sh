@@ -4,7 +4,8 @@
 #   core  : compilers and build tools for the library
 #   test  : + python3 (the tp-reuse check, the report's tests), gdb (a hung test's backtraces), clang-19 sanitizer
 #           runtimes, LLVM 19 headers and FileCheck (the yield plugin and its tests), aarch64 cross compiler, qemu-user
-#   bench : + Boost.Fiber/Context, Python matplotlib, Go, Rust (cargo), nginx, wrk, sysbench
+#   bench : + Boost.Fiber/Context, Python matplotlib, Go, Rust (cargo), nginx, wrk, sysbench, valgrind
+#           (bench/switch_counts.py)
 #   conformance : dpkg-dev (apt-get source unpacks the Open POSIX Test Suite with it)
 # Safe to run repeatedly: it only calls apt-get when a package is absent.
 set -euo pipefail
@@ -12,7 +13,7 @@ set -euo pipefail
 want=${1:-all}
 core=(build-essential cmake ninja-build pkg-config liburing-dev)
 test=(python3 gdb clang-19 libclang-rt-19-dev llvm-19 llvm-19-dev llvm-19-tools gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
-bench=(clang-19 llvm-19-dev libboost-fiber-dev libboost-context-dev python3-matplotlib golang-go cargo nginx wrk time sysbench)
+bench=(clang-19 llvm-19-dev libboost-fiber-dev libboost-context-dev python3-matplotlib golang-go cargo nginx wrk time sysbench valgrind)
 conformance=(dpkg-dev)
 
 pkgs=("${core[@]}")

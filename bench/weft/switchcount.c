@@ -1,0 +1,107 @@
+/*
+ * switchcount.c — the switch paths under an instruction counter
+ *   switchcount park N    two uthreads hand a turn back and forth N times
+ *                         through weft_park() / weft_unpark(): 2N hand-offs,
+ *                         each an unpark of the other and a park;
+ *   switchcount yield N   two uthreads each call weft_yield() N times: 2N
+ *                         yields, each handing the vcore to the other.
+ * One vcore. Both uthreads are spawned by a parent uthread (as an
+ * application's are once it runs), so they start on the vcore's own queues.
+ * Not timed: bench/switch-counts.sh runs it under callgrind at N and 2N
+ * and divides the difference by the extra hand-offs or yields, so start-up
+ * and shutdown cancel out (the figures of issue 21: a park + unpark
+ * hand-off in at most 90 instructions).
+ *
+ * It checks what it counts: after each of its parks, a uthread sees exactly
+ * one more turn by the other (a park that returned without an unpark, or a
+ * lost wake-up, fails the run), and every yield handed the vcore over.
+ */
+#include "bench.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <weft/weft.h>
+
+static long n;
+static weft_t ta, tb;
+static atomic_long turns;           /* park: each side adds 1 per turn */
+static _Atomic(weft_t) last;        /* yield: the uthread that ran last */
+static atomic_long switched;        /* yield: yields after which the other had run */
+
+static void *park_b(void *unused)
+{
+    (void)unused;
+    for (long i = 0; i < n; i++) {
+        bench_check_rc(weft_park());
+        if (atomic_load_explicit(&turns, memory_order_relaxed) != 2 * i + 1)
+            bench_fail("switchcount park: B's turn %ld came after %ld turns", i,
+                       atomic_load(&turns));
+        atomic_fetch_add_explicit(&turns, 1, memory_order_relaxed);
+        bench_check_rc(weft_unpark(ta));
+    }
+    return NULL;
+}
+
+static void *park_a(void *unused)
+{
+    (void)unused;
+    for (long i = 0; i < n; i++) {
+        atomic_fetch_add_explicit(&turns, 1, memory_order_relaxed);
+        bench_check_rc(weft_unpark(tb));
+        bench_check_rc(weft_park());
+        if (atomic_load_explicit(&turns, memory_order_relaxed) != 2 * i + 2)
+            bench_fail("switchcount park: A's turn %ld came after %ld turns", i,
+                       atomic_load(&turns));
+    }
+    return NULL;
+}
+
+static void *yielder(void *unused)
+{
+    (void)unused;
+    weft_t me = weft_self();
+    for (long i = 0; i < n; i++) {
+        weft_yield();
+        if (atomic_exchange_explicit(&last, me, memory_order_relaxed) != me)
+            atomic_fetch_add_explicit(&switched, 1, memory_order_relaxed);
+    }
+    return NULL;
+}
+
+static void *parent(void *mode)
+{
+    if (strcmp(mode, "park") == 0) {
+        bench_check_rc(weft_spawn(&tb, NULL, park_b, NULL));
+        bench_check_rc(weft_spawn(&ta, NULL, park_a, NULL));
+    } else {
+        bench_check_rc(weft_spawn(&ta, NULL, yielder, NULL));
+        bench_check_rc(weft_spawn(&tb, NULL, yielder, NULL));
+    }
+    bench_check_rc(weft_join(ta, NULL));
+    bench_check_rc(weft_join(tb, NULL));
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3 || (strcmp(argv[1], "park") != 0 && strcmp(argv[1], "yield") != 0) ||
+        (n = atol(argv[2])) < 1) {
+        fprintf(stderr, "usage: %s park|yield N   (N >= 1)\n", argv[0]);
+        return 2;
+    }
+    struct weft_config cfg = { .vcores = 1 };
+    bench_check_rc(weft_init(&cfg));
+    weft_t p;
+    bench_check_rc(weft_spawn(&p, NULL, parent, argv[1]));
+    bench_check_rc(weft_join(p, NULL));
+    if (strcmp(argv[1], "park") == 0 && atomic_load(&turns) != 2 * n)
+        bench_fail("switchcount park: %ld turns, %ld expected", atomic_load(&turns), 2 * n);
+    /* The first yield of each may find the other not started yet. */
+    if (strcmp(argv[1], "yield") == 0 && atomic_load(&switched) < 2 * n - 2)
+        bench_fail("switchcount yield: %ld of %ld yields handed the vcore over",
+                   atomic_load(&switched), 2 * n);
+    weft_shutdown();
+    printf("switchcount %s %ld: ok\n", argv[1], n);
+    return 0;
+}
