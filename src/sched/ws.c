@@ -28,7 +28,9 @@
  *    with it; 2.5x at two vcores).
  *    Bounded: every PREV_RUNS-th uthread taken from prev goes to the back
  *    of the woken ring instead, and prev counts in the woken ring's chain
- *    below. Go's runnext (a chain of it shares one time slice) and tokio's
+ *    below; so while a group keeps next and prev filled, the woken ring's
+ *    front waits up to PREV_RUNS x (NEXT_CHAIN + 1) decisions (544), where
+ *    without prev it waited NEXT_CHAIN + 1. Go's runnext (a chain of it shares one time slice) and tokio's
  *    LIFO slot keep such a group together too: their rings' rates at one
  *    CPU do not fall from 10^3 to 10^4 tasks, while tokio's current-thread
  *    runtime, without a LIFO slot, falls 3x.
@@ -60,7 +62,14 @@
  * decisions in a row counted together with `next` (then one paused uthread
  * runs: wake-ups cannot starve the paused, and a woken uthread never queues
  * behind the CPU-bound uthreads preemption keeps rotating); then the paused
- * ring, `prev`, the woken ring; then the injection queue.
+ * ring, `prev`, the woken ring; then the injection queue. `next`'s runs
+ * count in both chains, so when its chain ends the woken one is spent too:
+ * there `prev` and the woken ring take turns with the paused ring, one
+ * decision each time (two uthreads waking each other beside one that
+ * yields in a loop run 16 decisions, then one paused, 16, then one woken;
+ * without the turns every break went to the paused ring and a uthread woken
+ * by an alarm, or displaced into `prev`, waited for as long as the three
+ * ran: tests/starve).
  *
  * Rings. Each is a bounded circular buffer (RING slots) with a head and a
  * tail counter. Only the owner pushes: it stores the slot and then the tail
@@ -136,6 +145,8 @@ struct vq {
     struct weft_uthread *_Atomic next;
     unsigned chain;                  /* decisions in a row taken from next */
     unsigned wchain;                 /* decisions in a row taken from next or the woken ring */
+    bool woken_turn;                 /* with wchain spent at the end of next's chain: prev
+                                        and the woken ring's turn (else the paused ring's) */
     struct weft_uthread *_Atomic prev; /* what a wake-up displaced from next (thieves
                                         read it, relaxed, to decide on a poke) */
     unsigned prev_runs;              /* runs from prev since its last trip to the back */
@@ -497,7 +508,11 @@ static inline struct weft_uthread *take_rings(struct vq *q)
         return t;
     }
     q->chain = 0;
-    if (q->wchain < NEXT_CHAIN) {
+    /* next's runs count in wchain too: when next's chain ends with wchain
+     * spent as well, prev and the woken ring take turns with the paused
+     * ring (woken_turn), or a pair waking each other beside a yielding
+     * uthread would give every break of its chain to the paused ring. */
+    if (q->wchain < NEXT_CHAIN || (q->woken_turn = !q->woken_turn)) {
         if ((t = take_prev(q)) != NULL || (t = q_pop(q, W)) != NULL) {
             q->wchain++;
             return t;
@@ -620,9 +635,6 @@ static struct weft_uthread *take_yield_ws(int me, struct weft_uthread *self, int
     return take_local_ws(me);
 }
 
-/* watch_next() is a thief looking at victim v, which has nothing stealable
- * but a uthread in next: poke v if its decisions have not moved for
- * POKE_LOOKS of our looks (it runs one uthread all along). */
 /* hidden(): q's vcore holds uthreads no thief can take, in next, prev or a
  * spill: worth a poke if it runs one uthread for long. */
 static inline bool hidden(struct vq *q)
@@ -631,6 +643,9 @@ static inline bool hidden(struct vq *q)
            atomic_load_explicit(&q->spilled, memory_order_relaxed);
 }
 
+/* watch_next() is a thief looking at victim v, which has nothing stealable
+ * but a uthread in next: poke v if its decisions have not moved for
+ * POKE_LOOKS of our looks (it runs one uthread all along). */
 static void watch_next(struct vq *q, int v)
 {
     if (q->poke_victim >= 0 && q->poke_victim != v)
@@ -855,7 +870,7 @@ static __attribute__((noinline)) void runnable_slow(struct weft_uthread *t)
         return;
     }
     if (l->by_uthread == 2 &&
-        (old || ring_len(q, W) || q->spill[W].n)) {
+        (old || prev_of(q) || ring_len(q, W) || q->spill[W].n)) {
         /* By a blocking callback (an exit waking its joiner) with other
          * work queued here: behind it, as from vcore context (a joiner of
          * many children finds the rest done when it runs). */
@@ -924,7 +939,8 @@ static void poked_ws(void)
         weft_vcore_kick_local(); /* the poker may have parked since */
 }
 
-/* reclaim_ws(): t is taken back if it waits in next, which only we use. */
+/* reclaim_ws(): t is taken back if it waits in next or prev, which only we
+ * use. */
 static int reclaim_ws(int me, struct weft_uthread *t)
 {
     struct vq *q = &vqs[me];
@@ -952,6 +968,7 @@ static int init_ws(int nvcores)
         struct vq *q = &vqs[i];
         atomic_init(&q->next, NULL);
         q->chain = q->wchain = 0;
+        q->woken_turn = false;
         atomic_init(&q->prev, NULL);
         q->prev_runs = 0;
         q->inject_tick = INJECT_EVERY;

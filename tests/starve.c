@@ -1,0 +1,137 @@
+/*
+ * starve — at one vcore, two uthreads that wake each other without end
+ * (each wake-up lands in the vcore's next slot) beside one that yields in a
+ * loop (the paused ring is never empty) do not keep a third from running:
+ *  1. S, woken by its alarm (a 1 ms sleep: the woken ring), runs;
+ *  2. D, woken just before A so that A's wake-up displaces it from next
+ *     (ws: into prev), runs.
+ * Each victim must run within LIMIT_MS while the three keep going (it
+ * would run within microseconds; in ws before its fix, the paused ring took
+ * every break of next's chain and both waited for as long as the three
+ * ran). Run with each scheduler (FIFO, PRIO); one vcore forced, as the
+ * order at one vcore is what is tested.
+ */
+#include "check.h"
+
+#include <weft/time.h>
+
+enum { LIMIT_MS = 3000 };
+
+static atomic_bool stop, victim_ran, go_d;
+static atomic_int turn;                /* 0: A's turn, 1: B's, 2: nobody's yet */
+static atomic_long hops, yields;
+static weft_t ta, tb;
+
+static void *yielder(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&stop)) {
+        weft_yield();
+        atomic_fetch_add_explicit(&yields, 1, memory_order_relaxed);
+    }
+    return NULL;
+}
+
+/* pinger(me): waits for its turn, gives the turn to the other and wakes it. */
+static void *pinger(void *arg)
+{
+    int me = (int)(intptr_t)arg;
+    weft_t *other = me ? &ta : &tb;
+    for (;;) {
+        while (atomic_load(&turn) != me && !atomic_load(&stop))
+            CHECK_RC(weft_park(), 0);
+        if (atomic_load(&stop))
+            break;
+        atomic_store(&turn, !me);
+        atomic_fetch_add_explicit(&hops, 1, memory_order_relaxed);
+        CHECK_RC(weft_unpark(*other), 0);
+    }
+    return NULL; /* run() wakes both once stop is set */
+}
+
+static void *sleeper(void *arg)
+{
+    (void)arg;
+    CHECK_RC(weft_sleep_ns(1000000), 0);
+    atomic_store(&victim_ran, true);
+    return NULL;
+}
+
+static void *displacee(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&go_d))
+        CHECK_RC(weft_park(), 0);
+    atomic_store(&victim_ran, true);
+    return NULL;
+}
+
+/* run() starts the yielder and the pair, the victim (displaced: D, else S),
+ * and the pair's first turn; the victim must run within LIMIT_MS. */
+static void *run(void *arg)
+{
+    bool displaced = arg != NULL;
+    weft_t ty, tv;
+    atomic_store(&stop, false);
+    atomic_store(&victim_ran, false);
+    atomic_store(&go_d, false);
+    atomic_store(&turn, 2);
+    atomic_store(&hops, 0);
+    atomic_store(&yields, 0);
+    CHECK_RC(weft_spawn(&ty, NULL, yielder, NULL), 0);
+    CHECK_RC(weft_spawn(&ta, NULL, pinger, (void *)0), 0);
+    CHECK_RC(weft_spawn(&tb, NULL, pinger, (void *)1), 0);
+    if (displaced)
+        CHECK_RC(weft_spawn(&tv, NULL, displacee, NULL), 0);
+    for (int i = 0; i < 200; i++)
+        weft_yield(); /* all started: the pair and D parked, Y yielding */
+    if (displaced) {
+        atomic_store(&go_d, true);
+        CHECK_RC(weft_unpark(tv), 0); /* D: next */
+        atomic_store(&turn, 0);
+        CHECK_RC(weft_unpark(ta), 0); /* A: next, D displaced */
+    } else {
+        CHECK_RC(weft_spawn(&tv, NULL, sleeper, NULL), 0);
+        for (int i = 0; i < 10; i++)
+            weft_yield(); /* S runs and sleeps */
+        atomic_store(&turn, 0);
+        CHECK_RC(weft_unpark(ta), 0);
+    }
+    uint64_t t0 = weft_now_ns();
+    while (!atomic_load(&victim_ran) && weft_now_ns() - t0 < (uint64_t)LIMIT_MS * 1000000)
+        weft_yield(); /* this uthread too takes paused turns */
+    bool ran = atomic_load(&victim_ran);
+    long h = atomic_load(&hops), y = atomic_load(&yields);
+    atomic_store(&stop, true);
+    CHECK_RC(weft_unpark(ta), 0);
+    CHECK_RC(weft_unpark(tb), 0);
+    CHECK_RC(weft_join(ta, NULL), 0);
+    CHECK_RC(weft_join(tb, NULL), 0);
+    CHECK_RC(weft_join(ty, NULL), 0);
+    if (displaced && !atomic_load(&victim_ran)) { /* not run: wake it to end */
+        atomic_store(&go_d, true);
+        CHECK_RC(weft_unpark(tv), 0);
+    }
+    CHECK_RC(weft_join(tv, NULL), 0);
+    CHECK(ran, "%s did not run within %d ms beside a waking pair (%ld hops) and a yielder (%ld "
+          "yields)", displaced ? "the displaced uthread" : "the alarm-woken sleeper", LIMIT_MS, h, y);
+    CHECK(h > 0 && y > 0, "the pair (%ld hops) or the yielder (%ld yields) did not run", h, y);
+    return NULL;
+}
+
+int main(void)
+{
+    check_watchdog(60);
+    struct weft_config c = { .vcores = 1 };
+    CHECK_RC(weft_init(&c), 0);
+    weft_t m;
+    check_phase("an alarm-woken uthread runs beside a waking pair and a yielder");
+    CHECK_RC(weft_spawn(&m, NULL, run, NULL), 0);
+    CHECK_RC(weft_join(m, NULL), 0);
+    check_phase("a uthread displaced from next runs beside them");
+    CHECK_RC(weft_spawn(&m, NULL, run, (void *)1), 0);
+    CHECK_RC(weft_join(m, NULL), 0);
+    weft_shutdown();
+    printf("starve: ok\n");
+    return 0;
+}
