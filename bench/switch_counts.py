@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""switch_counts.py — instructions per park + unpark hand-off and per yield.
+"""switch_counts.py — instructions per hand-off (park + unpark, semaphore) and per yield.
 
 Runs build/bench/weft_switchcount (bench/weft/switchcount.c: one vcore, two
 uthreads) under valgrind's callgrind at N and 2N hand-offs (or yields) and
@@ -27,7 +27,7 @@ import tempfile
 
 TOTAL_RE = re.compile(r"^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?PROGRAM TOTALS")
 FUNC_RE = re.compile(r"^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(?:[^:\s]*):(\S+)")
-HARNESS = {"park_a", "park_b", "yielder", "parent", "main"}   # switchcount.c's own
+HARNESS = {"park_a", "park_b", "sem_a_fn", "sem_b_fn", "yielder", "parent", "main"}   # switchcount.c's own
 
 
 def counts(prog: str, mode: str, n: int, tmp: str) -> tuple[int, dict[str, int]]:
@@ -65,10 +65,11 @@ def main() -> int:
     if not shutil.which("valgrind"):
         sys.exit("switch_counts: valgrind not installed (scripts/deps.sh bench)")
     with tempfile.TemporaryDirectory() as tmp:
-        for mode, what in (("park", "park + unpark hand-off"), ("yield", "yield")):
+        for mode, what in (("park", "park + unpark hand-off"),
+                           ("sem", "semaphore post + wait hand-off"), ("yield", "yield")):
             t1, f1 = counts(prog, mode, args.n, tmp)
             t2, f2 = counts(prog, mode, 2 * args.n, tmp)
-            extra = 2 * args.n          # both modes: 2 hand-offs per round trip, 2 yielders
+            extra = 2 * args.n          # 2 hand-offs per round trip; 2 yielders
             per = sorted(((f2[k] - f1.get(k, 0)) / extra, k) for k in f2)
             harness = sum(v for v, k in per if k in HARNESS)
             print(f"{what}: {(t2 - t1) / extra - harness:.1f} instructions in weft "

@@ -3,6 +3,9 @@
  *   switchcount park N    two uthreads hand a turn back and forth N times
  *                         through weft_park() / weft_unpark(): 2N hand-offs,
  *                         each an unpark of the other and a park;
+ *   switchcount sem N     the same through two semaphores (weft_sem_post()
+ *                         of the other's, weft_sem_wait() on its own): 2N
+ *                         hand-offs, each a post and a wait that blocks;
  *   switchcount yield N   two uthreads each call weft_yield() N times: 2N
  *                         yields, each handing the vcore to the other.
  * One vcore. Both uthreads are spawned by a parent uthread (as an
@@ -21,6 +24,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <weft/sync.h>
 #include <weft/weft.h>
 
 static long n;
@@ -57,6 +61,34 @@ static void *park_a(void *unused)
     return NULL;
 }
 
+static weft_sem_t sem_a = WEFT_SEM_INIT(0), sem_b = WEFT_SEM_INIT(0);
+
+static void *sem_b_fn(void *unused)
+{
+    (void)unused;
+    for (long i = 0; i < n; i++) {
+        bench_check_rc(weft_sem_wait(&sem_b));
+        if (atomic_load_explicit(&turns, memory_order_relaxed) != 2 * i + 1)
+            bench_fail("switchcount sem: B's turn %ld came after %ld turns", i, atomic_load(&turns));
+        atomic_fetch_add_explicit(&turns, 1, memory_order_relaxed);
+        bench_check_rc(weft_sem_post(&sem_a));
+    }
+    return NULL;
+}
+
+static void *sem_a_fn(void *unused)
+{
+    (void)unused;
+    for (long i = 0; i < n; i++) {
+        atomic_fetch_add_explicit(&turns, 1, memory_order_relaxed);
+        bench_check_rc(weft_sem_post(&sem_b));
+        bench_check_rc(weft_sem_wait(&sem_a));
+        if (atomic_load_explicit(&turns, memory_order_relaxed) != 2 * i + 2)
+            bench_fail("switchcount sem: A's turn %ld came after %ld turns", i, atomic_load(&turns));
+    }
+    return NULL;
+}
+
 static void *yielder(void *unused)
 {
     (void)unused;
@@ -74,6 +106,9 @@ static void *parent(void *mode)
     if (strcmp(mode, "park") == 0) {
         bench_check_rc(weft_spawn(&tb, NULL, park_b, NULL));
         bench_check_rc(weft_spawn(&ta, NULL, park_a, NULL));
+    } else if (strcmp(mode, "sem") == 0) {
+        bench_check_rc(weft_spawn(&tb, NULL, sem_b_fn, NULL));
+        bench_check_rc(weft_spawn(&ta, NULL, sem_a_fn, NULL));
     } else {
         bench_check_rc(weft_spawn(&ta, NULL, yielder, NULL));
         bench_check_rc(weft_spawn(&tb, NULL, yielder, NULL));
@@ -85,9 +120,11 @@ static void *parent(void *mode)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3 || (strcmp(argv[1], "park") != 0 && strcmp(argv[1], "yield") != 0) ||
+    if (argc != 3 ||
+        (strcmp(argv[1], "park") != 0 && strcmp(argv[1], "sem") != 0 &&
+         strcmp(argv[1], "yield") != 0) ||
         (n = atol(argv[2])) < 1) {
-        fprintf(stderr, "usage: %s park|yield N   (N >= 1)\n", argv[0]);
+        fprintf(stderr, "usage: %s park|sem|yield N   (N >= 1)\n", argv[0]);
         return 2;
     }
     struct weft_config cfg = { .vcores = 1 };
@@ -95,8 +132,8 @@ int main(int argc, char **argv)
     weft_t p;
     bench_check_rc(weft_spawn(&p, NULL, parent, argv[1]));
     bench_check_rc(weft_join(p, NULL));
-    if (strcmp(argv[1], "park") == 0 && atomic_load(&turns) != 2 * n)
-        bench_fail("switchcount park: %ld turns, %ld expected", atomic_load(&turns), 2 * n);
+    if (strcmp(argv[1], "yield") != 0 && atomic_load(&turns) != 2 * n)
+        bench_fail("switchcount %s: %ld turns, %ld expected", argv[1], atomic_load(&turns), 2 * n);
     /* The first yield of each may find the other not started yet. */
     if (strcmp(argv[1], "yield") == 0 && atomic_load(&switched) < 2 * n - 2)
         bench_fail("switchcount yield: %ld of %ld yields handed the vcore over",
