@@ -49,7 +49,15 @@
  * STEAL_MAX): never a lower level while a higher one is queued anywhere
  * the thief looked. next is never stolen; a thief that finds only next
  * slots of busy vcores watches them and pokes one that makes no decision
- * (poked moves next to its level, stealable), as ws does.
+ * (poked moves next to its level, stealable), as ws does. A vcore that
+ * keeps finding local work (take_local) still looks elsewhere: at every
+ * slow look (each SLOW_EVERY-th decision) it reads one other busy vcore's
+ * bits, in turn, and if they hold a level more urgent than what it was
+ * about to run, it goes to sched_entry to steal instead (want_steal). A
+ * more urgent uthread queued behind a busy vcore's hog so waits at most
+ * about SLOW_EVERY x vcores decisions of a vcore that hands off less
+ * urgent work, not for as long as that hand-off goes on (one look per
+ * decision would cost each decision a cache miss per vcore).
  *
  * Preemption. A uthread made runnable for vcore v more urgent than the one
  * v runs (cur, a hint each vcore publishes at every pick) preempts it at
@@ -173,6 +181,7 @@ struct pq {
     int published;                   /* the level last published to it, or NONE */
     int poke_victim;                 /* as a thief: the vcore whose stuck next we watch */
     unsigned watch_tick, poke_looks; /* steal rounds; looks that found it stuck */
+    int look_at;                     /* the vcore the next slow look reads (urgent_elsewhere) */
     uint64_t poke_decisions;         /* its decision count when we began watching */
     /* bit l: level l not empty; written with the queues, read anywhere (a
      * hint): on a line of its own, which thieves looking for work read
@@ -648,10 +657,13 @@ static struct weft_uthread *pick(struct pq *q, int me, int floor)
             return n;
         }
         /* Behind its level when its chain is up (others of its level wait);
-         * else ahead of its level, below a more urgent queued one. */
+         * else ahead of its level, below a more urgent queued one. Its
+         * level read again under the lock: a priority change since it left
+         * next found it nowhere. */
         atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
         own_lock(q);
-        if (above == 1)
+        ln = level_of(n);
+        if (bits_of(q) >> ln == 1)
             lv_push_back(q, n, ln, 0);
         else
             lv_push_front(q, n, ln);
@@ -702,12 +714,36 @@ static void kernel_yield(int me, int lt)
     weft_vcore_kernel_idle(r != WEFT_BOARD_NONE && r - WEFT_PRIO_MIN > lt);
 }
 
+/* urgent_elsewhere() is a slow look's glance at one other online vcore,
+ * each in turn (q->look_at): true if it is busy and its queues hold a
+ * level above l (see the top of this file). */
+static bool urgent_elsewhere(struct pq *q, int me, int l)
+{
+    int n = weft_num_vcores();
+    if (n < 2)
+        return false;
+    int v = q->look_at + 1 < n ? q->look_at + 1 : 0;
+    if (v == me)
+        v = v + 1 < n ? v + 1 : 0;
+    q->look_at = v;
+    return top_of(bits_of(&pqs[v])) > l && weft_vcore_busy(v);
+}
+
 /* take_local_slow() is take_local for everything but the fast path below:
- * pick() with a yielder's level as the floor, and the board. */
+ * pick() with a yielder's level as the floor, and the board; at a slow
+ * look, sched_entry instead when another vcore queues more urgent work. */
 static __attribute__((noinline)) struct weft_uthread *take_local_slow(struct pq *q, int me)
 {
+    bool look = q->slow_tick == 0; /* pick() makes this decision's slow look */
     q->slow_tick++; /* pick() counts this decision */
     struct weft_uthread *t = pick(q, me, yielder_level());
+    if (t && look && urgent_elsewhere(q, me, level_of(t))) {
+        own_lock(q);
+        lv_push_front(q, t, level_of(t));
+        own_unlock(q);
+        atomic_store_explicit(&q->want_steal, true, memory_order_relaxed);
+        return NULL; /* sched_entry steals the more urgent work */
+    }
     if (t && q->board) {
         int f = weft_board_foreign(me) - WEFT_PRIO_MIN;
         if (f > level_of(t)) { /* another process has more urgent work here: cede */
@@ -777,6 +813,12 @@ static struct weft_uthread *take_yield_prio(int me, struct weft_uthread *self, i
 {
     struct pq *q = &pqs[me];
     int l = level_of(self);
+    /* cur is self's level as it was picked, or as self last set it; another
+     * thread may have raised self since (weft_setprio: it finds self neither
+     * queued nor in next, and tells only non-locking owners), and
+     * take_local's fast path takes next only if it is not less urgent than
+     * cur: a yield never hands the vcore to a less urgent uthread. */
+    atomic_store_explicit(&q->cur, l, memory_order_relaxed);
     if (__builtin_expect(q->slow_tick <= 1 || q->slow || q->locking ||
                              atomic_load_explicit(&q->pending, memory_order_relaxed) ||
                              atomic_load_explicit(&q->next, memory_order_relaxed) ||
@@ -785,7 +827,6 @@ static struct weft_uthread *take_yield_prio(int me, struct weft_uthread *self, i
         return take_local_prio(me);
     q->slow_tick--;
     q->chain = 0;
-    atomic_store_explicit(&q->cur, l, memory_order_relaxed);
     /* The level holds one uthread at least and one free slot (lv_room):
      * after the pop the push has room, in another slot. */
     struct level *lv = &q->lv[l];
@@ -989,7 +1030,7 @@ static void sched_entry_prio(void)
             if (s) {
                 if (t) {
                     own_lock(q);
-                    lv_push_front(q, t, floor);
+                    lv_push_front(q, t, level_of(t)); /* now: it may have changed */
                     own_unlock(q);
                 }
                 t = s;
@@ -1061,6 +1102,10 @@ static void push_away(int v, struct weft_uthread *t)
      * spinning vcore may take it, as a kick lets one.) */
     bool placed = is_pinned(t) || (!(flags_of(t) & F_RAN) && L(t)->vcore >= 0);
     if (remote_lock(q)) {
+        /* Read again under the lock: a priority change that ran since
+         * (thread_prio_changed takes every lock) found t nowhere and left it
+         * to us; one after this finds it queued. */
+        lt = level_of(t);
         lv_push_back(q, t, lt, 0);
         qunlock(&q->lock);
     } else if (!inbox_push(v, t, is_pinned(t))) {
@@ -1421,6 +1466,7 @@ static int init_prio(int nvcores)
         q->slow = false;
         q->published = NONE;
         q->poke_victim = -1;
+        q->look_at = i;
         q->watch_tick = q->poke_looks = 0;
         q->poke_decisions = 0;
         atomic_init(&q->lock, 0);
