@@ -263,7 +263,9 @@ struct weft__vcore {
                                         while a blocking callback runs */
     void (*cb)(struct weft_uthread *, void *); /* pending weft_uthread_yield callback */
     void *cb_arg;
-    bool in_cb;                      /* cb runs: its wake-ups are its uthread's (by_uthread) */
+    struct weft_next_slot *nslot;    /* the scheduler's next slot here, or NULL: set by
+                                        its init (weft_vcore_next_slot_set); its fields
+                                        are this vcore's (<weft/sched.h>) */
     struct weft_uthread *handoff_to; /* direct hand-off: the uthread whose stack the
                                         callback runs on, resumed after it */
     struct weft_uthread *pending;    /* a weft_yield() in vcore context: the yielder,
@@ -276,6 +278,7 @@ struct weft__vcore {
                                         (uthread.c: live_inc, weft__live_return) */
     bool yielding;                   /* weft_yield() asks take_local for a successor
                                         (weft_vcore_yielder) */
+    bool in_cb;                      /* cb runs: its wake-ups are its uthread's (by_uthread) */
     unsigned lone_yields;            /* yields that found nothing local, to pace steals */
     uint64_t id_next, id_end;        /* a block of uthread ids for spawns here */
     _Atomic int npinned;             /* live uthreads spawned WEFT_PINNED to this vcore:

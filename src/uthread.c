@@ -132,9 +132,13 @@ static WEFT__NOINLINE void pin_moved(struct weft__vcore *vc, struct weft_uthread
     atomic_fetch_add_explicit(&vc->npinned, 1, memory_order_relaxed);
 }
 
-/* start_on() makes t, dequeued by this vcore, the running uthread of vc:
- * everything of a switch into t but the restore itself. */
-static inline void start_on(struct weft__vcore *vc, struct weft_uthread *t)
+/* start_run() makes t, dequeued by this vcore, the running uthread of vc:
+ * everything of a switch into t but the restore itself. errno_addr is
+ * vc->errno_addr, read once by a caller that saved the leaving uthread's
+ * errno through it; pin_check false: t is not WEFT_PINNED (the caller
+ * looked). */
+static inline void start_run(struct weft__vcore *vc, struct weft_uthread *t, int *errno_addr,
+                             bool pin_check)
 {
     /* Only the vcore that dequeued t may run it: a check, not a CAS. The
      * scheduler's queue ordered us after whoever made it runnable. */
@@ -148,10 +152,15 @@ static inline void start_on(struct weft__vcore *vc, struct weft_uthread *t)
     atomic_store_explicit(&vc->nrun, atomic_load_explicit(&vc->nrun, memory_order_relaxed) + 1,
                           memory_order_relaxed);
     vc->current = t;
-    *vc->errno_addr = t->err;
+    *errno_addr = t->err;
     /* Last, so that the common path keeps nothing across a call. */
-    if (WEFT__UNLIKELY(t->link.flags & WEFT_PINNED) && from != vc->id)
+    if (pin_check && WEFT__UNLIKELY(t->link.flags & WEFT_PINNED) && from != vc->id)
         pin_moved(vc, t, from);
+}
+
+static inline void start_on(struct weft__vcore *vc, struct weft_uthread *t)
+{
+    start_run(vc, t, vc->errno_addr, true);
 }
 
 /* handoff_start() ends every hand-off entry (on the successor's stack):
@@ -298,6 +307,23 @@ void weft__sched_resolve(struct weft__runtime *rt)
     rt->has_blocked = ops->thread_has_blocked != NULL;
 }
 
+/* slot_peek() is the uthread in ns, the scheduler's next slot of vc (NULL:
+ * none), that the runtime may run now without asking the scheduler (struct
+ * weft_next_slot in <weft/sched.h>: within its budget, ask clear), or
+ * NULL; slot_take() takes it. On vc, under the switch mark. */
+static inline struct weft_uthread *slot_peek(struct weft_next_slot *ns)
+{
+    if (!ns || !ns->budget || __atomic_load_n(&ns->ask, __ATOMIC_RELAXED))
+        return NULL;
+    return __atomic_load_n(&ns->t, __ATOMIC_RELAXED);
+}
+
+static inline void slot_take(struct weft_next_slot *ns)
+{
+    ns->budget--;
+    __atomic_store_n(&ns->t, NULL, __ATOMIC_RELAXED);
+}
+
 /* local_pick() asks the scheduler for the local successor of the uthread
  * running on vc, counting the decision; NULL when there is none, or when
  * chores are due. For a yield of `yielder`, through take_yield when the
@@ -309,9 +335,14 @@ static inline struct weft_uthread *local_pick(struct weft__vcore *vc, struct wef
     struct weft_uthread *(*take_local)(int) = weft__rt.take_local;
     if (!take_local || weft__chores_due(vc))
         return NULL;
-    struct weft_uthread *t = yielder && weft__rt.take_yield /* under the switch mark */
-                                 ? weft__rt.take_yield(vc->id, yielder, queued)
-                                 : take_local(vc->id);
+    struct weft_uthread *t;
+    if (!yielder && (t = slot_peek(vc->nslot)) != NULL) {
+        slot_take(vc->nslot); /* no call: the runtime runs the scheduler's next itself */
+    } else {
+        t = yielder && weft__rt.take_yield /* under the switch mark */
+                ? weft__rt.take_yield(vc->id, yielder, queued)
+                : take_local(vc->id);
+    }
     if (t)
         vc->decisions++;
     return t;
@@ -397,11 +428,12 @@ static inline bool swap_plain(const struct weft_uthread *ut, const struct weft_u
  * switches, where nobody else can reach ut or next yet: ut's errno saved
  * and its new state, next started (current). */
 static inline void swap_begin(struct weft__vcore *vc, struct weft_uthread *ut, struct weft_uthread *next,
-                              int state)
+                              int state, bool pin_check)
 {
-    ut->err = *vc->errno_addr;
+    int *errno_addr = vc->errno_addr;
+    ut->err = *errno_addr;
     atomic_store_explicit(&ut->state, state, memory_order_relaxed);
-    start_on(vc, next);
+    start_run(vc, next, errno_addr, pin_check);
 }
 
 /* swap_plain_block(): a block (a park, a wait) can be a swap: swap_plain
@@ -475,7 +507,7 @@ void weft__block_unlock(uint32_t *lock, int why)
         yield_to(vc, ut, next, unlock_cb, &a);
         return;
     }
-    swap_begin(vc, ut, next, WEFT__BLOCKED);
+    swap_begin(vc, ut, next, WEFT__BLOCKED, true);
     WEFT__SPIN_RELEASING(lock); /* TSan: the waker's lock acquires what ut wrote */
     WEFT__CRIT_ADD(~0u);        /* the lock's count (-1); the switch mark stays */
     swap_to(ut, next, SWAP_UNLOCK, lock);
@@ -514,8 +546,37 @@ static WEFT__NOINLINE void runnable_copy(struct weft__vcore *vc, struct weft_uth
     weft__crit_leave();
 }
 
-/* runnable_by() is runnable() on a vcore, by (t->link.by_uthread) known. */
-static inline void runnable_by(struct weft__vcore *vc, struct weft_uthread *t, int by)
+/* sched_runnable() hands t to the scheduler's thread_runnable, under the
+ * crit count (a signal handler's wake-up meanwhile defers). Out of line:
+ * the wake-up into the next slot (slot_wake) keeps nothing across a call. */
+static WEFT__NOINLINE void sched_runnable(struct weft_uthread *t)
+{
+    weft__crit_enter();
+    weft__rt.thread_runnable(t);
+    weft__crit_leave();
+}
+
+/* slot_wake() is runnable_by() for a wake-up by a uthread running on vc of
+ * t, which last ran here, into the scheduler's next slot (struct
+ * weft_next_slot in <weft/sched.h>): no call into the scheduler unless t
+ * displaces another. Under the crit count, as a scheduler op would be: a
+ * signal handler's unpark meanwhile defers instead of writing the slot. */
+static inline void slot_wake(struct weft__vcore *vc, struct weft_next_slot *ns, struct weft_uthread *t)
+{
+    weft__crit_enter();
+    struct weft_uthread *old = __atomic_load_n(&ns->t, __ATOMIC_RELAXED);
+    __atomic_store_n(&ns->t, t, __ATOMIC_RELAXED);
+    weft__crit_leave();
+    if (WEFT__UNLIKELY(old != NULL)) {
+        old->link.waker = vc->id;
+        old->link.by_uthread = 3;
+        sched_runnable(old);
+    }
+}
+
+/* runnable_by() is runnable() on a vcore, by (t->link.by_uthread) known;
+ * wake: t is woken (it has run), not spawned. */
+static inline void runnable_by(struct weft__vcore *vc, struct weft_uthread *t, int by, bool wake)
 {
     /* A check, not a CAS (an RMW costs more than the rest of a wake-up):
      * only the one party that won the wait's own protocol (the park word,
@@ -534,20 +595,29 @@ static inline void runnable_by(struct weft__vcore *vc, struct weft_uthread *t, i
         runnable_copy(vc, t);
         return;
     }
-    weft__crit_enter();
-    weft__rt.thread_runnable(t);
-    weft__crit_leave();
+    struct weft_next_slot *ns = vc->nslot;
+    if (wake && by == 1 && ns && t->link.vcore == vc->id && !(t->link.flags & WEFT_PINNED)) {
+        slot_wake(vc, ns, t);
+        return;
+    }
+    sched_runnable(t);
 }
 
 /* runnable() is weft_uthread_runnable() for a caller that read its vcore
- * (NULL: a kernel thread that is not a vcore) at its entry. */
-static inline void runnable(struct weft__vcore *vc, struct weft_uthread *t)
+ * (NULL: a kernel thread that is not a vcore) at its entry; wake as for
+ * runnable_by(). */
+static inline void runnable_as(struct weft__vcore *vc, struct weft_uthread *t, bool wake)
 {
     if (WEFT__UNLIKELY(vc == NULL)) {
         runnable_outside(t);
         return;
     }
-    runnable_by(vc, t, (vc->current != NULL) | (vc->in_cb << 1)); /* current is NULL in cb */
+    runnable_by(vc, t, (vc->current != NULL) | (vc->in_cb << 1), wake); /* current is NULL in cb */
+}
+
+static inline void runnable(struct weft__vcore *vc, struct weft_uthread *t)
+{
+    runnable_as(vc, t, true);
 }
 
 void weft_uthread_runnable(struct weft_uthread *t)
@@ -657,7 +727,7 @@ static bool exit_wake(struct weft__vcore *vc, struct weft_uthread *ut)
     }
     weft__spin_unlock(&ut->jlock);
     if (j)
-        runnable_by(vc, j, 2);
+        runnable_by(vc, j, 2, true);
     return j != NULL;
 }
 
@@ -841,7 +911,7 @@ static int spawn_on(weft_t *out, const weft_attr_t *ap, void *(*fn)(void *), voi
     live_inc(vc);
     if (out)
         *out = t; /* before it can run: it may read the handle, or finish */
-    weft_uthread_runnable(t);
+    runnable_as(weft__vc_at_entry(), t, false); /* a spawn: the scheduler places it */
     return 0;
 }
 
@@ -1208,7 +1278,7 @@ static void yielded_cb(struct weft_uthread *ut, void *arg)
  * not stack-copy; otherwise handoff() with yielded_cb. */
 static inline void yield_swap(struct weft__vcore *vc, struct weft_uthread *ut, struct weft_uthread *next)
 {
-    swap_begin(vc, ut, next, WEFT__RUNNABLE);
+    swap_begin(vc, ut, next, WEFT__RUNNABLE, true);
     swap_to(ut, next, SWAP_YIELD, NULL);
 }
 
@@ -1352,7 +1422,7 @@ static void park_token_cb(void *arg)
 {
     struct weft_uthread *ut = arg;
     park_take_token(ut);
-    runnable_by(weft__vc(), ut, 0);
+    runnable_by(weft__vc(), ut, 0, true);
 }
 
 /* park_swap() ends a park that hands the vcore to next (shared TLS, a
@@ -1364,10 +1434,11 @@ static void park_token_cb(void *arg)
  * and no callback unless a token came meanwhile (park_token_cb). TSan
  * cannot see that compare-and-swap: the release before it stands for it,
  * so the waker that takes PARKED acquires what ut wrote before it parked. */
-static inline void park_swap(struct weft__vcore *vc, struct weft_uthread *ut, struct weft_uthread *next)
+static inline void park_swap(struct weft__vcore *vc, struct weft_uthread *ut, struct weft_uthread *next,
+                             bool pin_check)
 {
     _Static_assert(WEFT__PARK_NONE == 0 && WEFT__PARK_PARKED == 2, "weft__ctx_swap_park's values");
-    swap_begin(vc, ut, next, WEFT__BLOCKED);
+    swap_begin(vc, ut, next, WEFT__BLOCKED, pin_check);
     weft__san_release(&ut->park); /* after ut's last writes */
     swap_to(ut, next, SWAP_PARK, &ut->park);
 }
@@ -1394,6 +1465,38 @@ static void park_entry(void *arg)
     weft__vcore_next(vc);
 }
 
+/* slot_swap_next() is local_next() for a block of ut that switches by a
+ * plain swap (swap_plain_block) to the scheduler's next slot, when it can
+ * (slot_peek, no chores due, not pinned: the switch need not look for a
+ * pin that moved): the successor, taken and counted; else NULL and nothing
+ * taken. Under the switch mark. */
+static inline struct weft_uthread *slot_swap_next(struct weft__vcore *vc, struct weft_uthread *ut)
+{
+    struct weft_next_slot *ns = vc->nslot;
+    struct weft_uthread *t = slot_peek(ns);
+    if (!t || weft__chores_due(vc) || !swap_plain_block(ut, t) || (t->link.flags & WEFT_PINNED))
+        return NULL;
+    slot_take(ns);
+    vc->decisions++;
+    return t;
+}
+
+/* park_pick() is weft_park() once the scheduler's next slot could not be
+ * swapped to (slot_swap_next): ask the scheduler; out of line, so that the
+ * common path keeps nothing across a call. */
+static WEFT__NOINLINE void park_pick(struct weft__vcore *vc, struct weft_uthread *ut)
+{
+    struct weft_uthread *next = local_next(vc);
+    if (next) {
+        if (WEFT__LIKELY(swap_plain_block(ut, next)))
+            park_swap(vc, ut, next, true);
+        else
+            handoff(vc, ut, next, park_handoff_entry, park_entry);
+    } else {
+        switch_out(vc, ut, park_entry);
+    }
+}
+
 int weft_park(void)
 {
     struct weft__vcore *vc = weft__vc_at_entry(); /* vc is not used after the switch */
@@ -1410,15 +1513,12 @@ int weft_park(void)
     if (atomic_load_explicit(&ut->park, memory_order_relaxed) == WEFT__PARK_TOKEN &&
         atomic_exchange_explicit(&ut->park, WEFT__PARK_NONE, memory_order_seq_cst) == WEFT__PARK_TOKEN)
         return 0;
-    struct weft_uthread *next = local_next(vc);
-    if (next) {
-        if (WEFT__LIKELY(swap_plain_block(ut, next)))
-            park_swap(vc, ut, next);
-        else
-            handoff(vc, ut, next, park_handoff_entry, park_entry);
-    } else {
-        switch_out(vc, ut, park_entry);
-    }
+    switch_begin();
+    struct weft_uthread *next = slot_swap_next(vc, ut);
+    if (WEFT__LIKELY(next != NULL))
+        park_swap(vc, ut, next, false); /* the common hand-off: no call before the switch */
+    else
+        park_pick(vc, ut);
     return 0;
 }
 
@@ -1451,7 +1551,7 @@ int weft_unpark(weft_t t)
     else if (WEFT__UNLIKELY(vc == NULL))
         runnable_outside(t);
     else
-        runnable_by(vc, t, 1); /* not interrupted: a uthread runs, not its callback */
+        runnable_by(vc, t, 1, true); /* not interrupted: a uthread runs, not its callback */
     return 0;
 }
 

@@ -35,7 +35,14 @@
  *      save, publishing the parker, is done by the switch itself on the
  *      next stack, weft__ctx_swap_park, park_swap, and so is a wait's,
  *      releasing the wait queue's lock, weft__ctx_swap_unlock,
- *      weft__block_unlock); weft__ctx_switch saves
+ *      weft__block_unlock); or, for a block, the runtime takes the
+ *      scheduler's next slot itself where the scheduler keeps one (struct
+ *      weft_next_slot in <weft/sched.h>, ws's `next`): a wake-up here by a
+ *      uthread running here, of one that last ran here, fills it without
+ *      ops->thread_runnable (uthread.c, slot_wake), and the block takes it
+ *      without ops->take_local within the budget the scheduler left
+ *      (local_pick, and weft_park's slot_swap_next, after which weft_park
+ *      makes no call before the switch); weft__ctx_switch saves
  *      the current one, moves to the next one's stack and runs cb there,
  *      below the next one's saved frame, with vc->current NULL (so it runs
  *      under vcore-context rules: a notification defers, weft_self() is
@@ -66,9 +73,10 @@
  * Where runnable uthreads go is the scheduler's business; the default one
  * (sched/ws.c) keeps each vcore's work on rings only their owner pushes to
  * (thieves take half with one CAS) and a `next` slot that only the owner
- * touches, filled by a waker on the same vcore without an atomic RMW, and
- * sends a woken uthread to its waker's vcore (Go's runnext, tokio's LIFO
- * slot). The core only promises the protocol below.
+ * touches, filled by a waker on the same vcore without an atomic RMW (by
+ * the runtime itself in the common case, above), and sends a woken uthread
+ * to its waker's vcore (Go's runnext, tokio's LIFO slot). The core only
+ * promises the protocol below.
  *
  * Idle vcores: spinning and parking
  * ---------------------------------
@@ -309,6 +317,18 @@ int weft_vcore_parking(void)
 {
     struct weft__vcore *vc = weft__vc();
     return vc && idle_of(vc) == WEFT__PARKING;
+}
+
+int weft_vcore_next_slot_set(int vcore, struct weft_next_slot *slot)
+{
+    if (vcore < 0 || vcore >= weft__rt.nvcores || !weft__rt.vcores)
+        return EINVAL;
+    if (atomic_load_explicit(&weft__rt.state, memory_order_acquire) == WEFT__RUNNING_RT)
+        return EBUSY; /* vcores run: their slots are theirs */
+    if (slot && !weft__rt.take_local)
+        return ENOTSUP; /* the slot is take_local's: no take_local, no slot */
+    weft__rt.vcores[vcore].nslot = slot;
+    return 0;
 }
 
 int weft_vcore_busy(int id)

@@ -11,8 +11,12 @@
  * with the right reasons), and at one vcore threads really run LIFO; the
  * same with the optional take_local and take_yield (which queues the
  * yielder itself at one vcore: then thread_paused is not called for that
- * yield); the built-in "fifo" and "ws" can be selected by name and do not
- * call it.
+ * yield); the same with a next slot per vcore (struct weft_next_slot),
+ * which weft_vcore_next_slot_set refuses without take_local (ENOTSUP), for
+ * a vcore init was not given (EINVAL) and once the vcores run (EBUSY), and
+ * from which the runtime then runs uthreads itself (within the budget; a
+ * displaced one comes to thread_runnable with by_uthread 3 on its vcore);
+ * the built-in "fifo" and "ws" can be selected by name and do not call it.
  */
 #include "check.h"
 
@@ -110,6 +114,88 @@ static struct weft_uthread *take_yield_lifo(int vcore, struct weft_uthread *self
         atomic_fetch_add(&c_ty_queued, 1);
     }
     return t;
+}
+
+/* The same with a next slot per vcore that the runtime runs itself
+ * (struct weft_next_slot): take_local, take_yield and sched_entry take the
+ * slot first, thread_runnable queues what a wake-up displaced from it
+ * (by_uthread 3); budget SLOT_BUDGET, re-armed at each of our decisions,
+ * which count the runtime's runs from the slot (c_slot_runs). */
+enum { SLOT_VCORES = 1024, SLOT_BUDGET = 8 };
+static struct weft_next_slot slots[SLOT_VCORES];
+static unsigned armed[SLOT_VCORES];
+static atomic_long c_slot_runs, c_displaced, c_slot_set_errors;
+
+static int init_slot(int nvcores)
+{
+    init_lifo(nvcores);
+    if (nvcores > SLOT_VCORES)
+        return ENOTSUP;
+    for (int v = 0; v < nvcores; v++) {
+        slots[v] = (struct weft_next_slot){ NULL, SLOT_BUDGET, 0 };
+        armed[v] = SLOT_BUDGET;
+        if (weft_vcore_next_slot_set(v, &slots[v]) != 0)
+            atomic_fetch_add(&c_slot_set_errors, 1);
+    }
+    if (weft_vcore_next_slot_set(nvcores, &slots[0]) != EINVAL ||
+        weft_vcore_next_slot_set(-1, &slots[0]) != EINVAL)
+        atomic_fetch_add(&c_slot_set_errors, 1);
+    return 0;
+}
+
+/* slot_take() is the slot of vcore v first (ours only on v), re-armed. */
+static struct weft_uthread *slot_take(int v)
+{
+    struct weft_next_slot *ns = &slots[v];
+    atomic_fetch_add(&c_slot_runs, armed[v] - ns->budget);
+    ns->budget = armed[v] = SLOT_BUDGET;
+    struct weft_uthread *t = __atomic_load_n(&ns->t, __ATOMIC_RELAXED);
+    if (t)
+        __atomic_store_n(&ns->t, NULL, __ATOMIC_RELAXED);
+    return t;
+}
+
+static void sched_entry_slot(void)
+{
+    struct weft_uthread *t = slot_take(weft_vcore_id());
+    if (!t) {
+        sched_entry_lifo();
+        return;
+    }
+    atomic_fetch_add(&c_entry, 1);
+    atomic_fetch_add(&c_run, 1);
+    weft_run_uthread(t);
+}
+
+static void thread_runnable_slot(struct weft_uthread *t)
+{
+    if (weft_uthread_link(t)->by_uthread == 3) {
+        CHECK(weft_uthread_link(t)->waker == weft_vcore_id(),
+              "a uthread displaced from vcore %d's slot reported on vcore %d",
+              weft_uthread_link(t)->waker, weft_vcore_id());
+        atomic_fetch_add(&c_displaced, 1);
+    }
+    thread_runnable_lifo(t);
+}
+
+static struct weft_uthread *take_local_slot(int vcore)
+{
+    struct weft_uthread *t = slot_take(vcore);
+    if (t) {
+        atomic_fetch_add(&c_take_local, 1);
+        return t;
+    }
+    return take_local_lifo(vcore);
+}
+
+static struct weft_uthread *take_yield_slot(int vcore, struct weft_uthread *self, int *queued)
+{
+    struct weft_uthread *t = slot_take(vcore);
+    if (t) {
+        atomic_fetch_add(&c_take_local, 1);
+        return t; /* self: thread_paused */
+    }
+    return take_yield_lifo(vcore, self, queued);
 }
 
 static const struct weft_sched_ops lifo_ops = {
@@ -380,6 +466,32 @@ int main(void)
     c.sched = "test-lifo-yield";
     CHECK_RC(weft_init(&c), 0);
     check_lifo_run("LIFO with take_local and take_yield", true);
+
+    /* The next slot: refused without take_local; with it, the runtime runs
+     * the workload partly from the slots, and none is set while running. */
+    static struct weft_sched_ops slot_no_take, slot_ops;
+    slot_no_take = lifo_ops, slot_no_take.name = "test-lifo-slot-no-take";
+    slot_no_take.init = init_slot;
+    CHECK_RC(weft_sched_register(&slot_no_take), 0);
+    c.sched = "test-lifo-slot-no-take";
+    CHECK_RC(weft_init(&c), 0);
+    CHECK(atomic_load(&c_slot_set_errors) == weft_num_vcores(),
+          "weft_vcore_next_slot_set without take_local: %ld refusals for %d vcores",
+          atomic_load(&c_slot_set_errors), weft_num_vcores());
+    weft_shutdown();
+    slot_ops = lifo_yield_ops, slot_ops.name = "test-lifo-slot";
+    slot_ops.init = init_slot, slot_ops.sched_entry = sched_entry_slot;
+    slot_ops.thread_runnable = thread_runnable_slot, slot_ops.take_local = take_local_slot;
+    slot_ops.take_yield = take_yield_slot;
+    CHECK_RC(weft_sched_register(&slot_ops), 0);
+    atomic_store(&c_slot_set_errors, 0);
+    c.sched = "test-lifo-slot";
+    CHECK_RC(weft_init(&c), 0);
+    CHECK(atomic_load(&c_slot_set_errors) == 0, "weft_vcore_next_slot_set refused a slot");
+    CHECK_RC(weft_vcore_next_slot_set(0, &slots[0]), EBUSY);
+    long slot_runs = atomic_load(&c_slot_runs);
+    check_lifo_run("LIFO with a next slot", true);
+    CHECK(atomic_load(&c_slot_runs) > slot_runs, "the runtime never ran a uthread from a slot");
 
     setenv("WEFT_SCHED", "test-lifo", 1);
     CHECK_RC(weft_init(NULL), 0);

@@ -47,7 +47,9 @@ struct weft_sched_link {
                                     on waker made t runnable, 2 if its blocking callback
                                     did (acting for the uthread that stops: an exit
                                     waking its joiner), 0 from vcore context (alarms,
-                                    events, the poller) */
+                                    events, the poller), 3 if a wake-up on waker
+                                    displaced t from waker's next slot (struct
+                                    weft_next_slot) */
 };
 
 /* Priority levels: WEFT_PRIO_MIN (least urgent) .. WEFT_PRIO_MAX (most urgent),
@@ -203,6 +205,44 @@ struct weft_sched_ops {
      * thread_paused. Runs under vcore-context rules. */
     struct weft_uthread *(*take_yield)(int vcore, struct weft_uthread *self, int *queued);
 };
+
+/* struct weft_next_slot: a scheduler's per-vcore `next` slot (Go's
+ * runnext, tokio's LIFO slot) that the runtime fills and empties itself on
+ * the common hand-off, without calling the scheduler: a uthread wakes one
+ * that last ran on its vcore, then blocks, and the woken one runs next. A
+ * scheduler opts in per vcore (weft_vcore_next_slot_set, in init); then:
+ *  - a uthread running on vcore v that wakes (not spawns) t whose
+ *    link.vcore is v, not WEFT_PINNED and not a stack-copy uthread that has
+ *    started: the runtime stores t in v's slot instead of calling
+ *    thread_runnable; a uthread already there is handed to thread_runnable
+ *    with link.by_uthread 3 (displaced) and link.waker v;
+ *  - at a local decision of v for a block or an exit (not a yield, and not
+ *    when chores are due): if the slot holds a uthread, budget is not 0 and
+ *    ask is not set, the runtime takes it (t = NULL), spends one of budget
+ *    and runs it, instead of calling take_local. Otherwise take_local is
+ *    asked, and it must treat the slot's uthread as its own next.
+ * Every field belongs to v: the runtime uses it only on v, with signal
+ * handlers held off, and the scheduler only on v too (any of its ops that
+ * runs there: take_local, sched_entry, thread_runnable by a uthread or the
+ * vcore context of v, poked), except ask (anyone may set it, relaxed) and t
+ * (others may read it, relaxed, to see work hidden there). budget counts
+ * the slot runs the scheduler allows before it is asked again (its chain
+ * bounds, its turns for other queues): it sets budget when it decides and
+ * learns how many the runtime made from what is left. The slot must stay
+ * valid until fini. */
+struct weft_next_slot {
+    struct weft_uthread *t;  /* runs next on this vcore, or NULL (read and
+                                written with relaxed atomic loads and stores) */
+    unsigned budget;         /* slot runs the runtime may still make (v only) */
+    unsigned char ask;       /* nonzero: the runtime asks take_local first
+                                (relaxed atomic loads and stores) */
+};
+
+/* weft_vcore_next_slot_set() makes slot vcore's next slot (NULL: none, the
+ * default), for the scheduler's init (before any vcore runs). Returns 0,
+ * EINVAL for a vcore id outside those init was given, EBUSY once the
+ * vcores run, or ENOTSUP for a scheduler without take_local. */
+int weft_vcore_next_slot_set(int vcore, struct weft_next_slot *slot);
 
 /* weft_sched_register() makes ops selectable by name (weft_config.sched,
  * WEFT_SCHED) at the next weft_init(). ops must stay valid. Returns 0,

@@ -55,7 +55,9 @@
  *
  * What a vcore runs next (take_local, also the first step of sched_entry):
  * its inbox is drained into the rings; every 61st decision the injection
- * queue comes first (Go's schedtick % 61: outside work cannot starve);
+ * queue comes first (Go's schedtick % 61: outside work cannot starve; the
+ * runtime's own runs from `next`, below, do not count, and at most
+ * NEXT_CHAIN of them come between two of ours);
  * pinned uthreads alternate with the rest; then `next`, at most NEXT_CHAIN
  * decisions in a row (two uthreads waking each other cannot starve the
  * rings); then `prev` (see above) and the woken ring, at most NEXT_CHAIN
@@ -89,7 +91,13 @@
  * per vcore that reorders them and walks cold uthreads on every move.)
  *
  * `next` is the owner's alone: read and written with plain (relaxed) loads
- * and stores, never an RMW, and thieves never take it. A uthread could
+ * and stores, never an RMW, and thieves never take it. It is also the
+ * runtime's next slot (struct weft_next_slot, <weft/sched.h>): the runtime
+ * puts a uthread woken here by a uthread running here, which last ran here,
+ * into it without calling thread_runnable (the common case of that op), and
+ * takes it for a block here without calling take_local, within the budget
+ * take_local left (see next_of below): the common hand-off makes no call
+ * into this file. A uthread could
  * therefore wait there while its vcore runs one uthread for long. A
  * spinning thief that finds nothing else to steal watches such a vcore, and
  * if its decision count has not moved between two looks WATCH_EVERY rounds
@@ -142,7 +150,10 @@ enum { W = 0, P = 1 };               /* the woken (and new) ring, the paused rin
 
 struct vq {
     /* Owned by this vcore (thieves read next, relaxed, to decide on a poke). */
-    struct weft_uthread *_Atomic next;
+    struct weft_next_slot ns;        /* next (ns.t), run by the runtime itself within
+                                        ns.budget (arm/settle); ns.ask: the inbox is not
+                                        empty, written under inbox_lock */
+    unsigned armed;                  /* ns.budget as arm() set it */
     unsigned chain;                  /* decisions in a row taken from next */
     unsigned wchain;                 /* decisions in a row taken from next or the woken ring */
     bool woken_turn;                 /* with wchain spent at the end of next's chain: prev
@@ -178,8 +189,7 @@ struct vq {
                                         written under inbox_lock */
     /* Other vcores push here. */
     _Alignas(64) weft_spinlock_t inbox_lock;
-    struct weft_ulist inbox;         /* guarded by inbox_lock */
-    _Atomic bool inbox_has;          /* inbox is not empty; written under inbox_lock */
+    struct weft_ulist inbox;         /* guarded by inbox_lock; not empty: ns.ask */
     _Alignas(64) slot_t buf[2][RING];/* the rings' slots */
 };
 
@@ -203,6 +213,61 @@ static inline struct weft_sched_link *L(struct weft_uthread *t)
 static inline bool pinned(struct weft_uthread *t)
 {
     return L(t)->flags & WEFT_PINNED;
+}
+
+/* next: the owner's plain access (an atomic only for thieves' looks). It is
+ * the runtime's next slot too (struct weft_next_slot): a wake-up here by a
+ * uthread of one that last ran here fills it without thread_runnable (what
+ * it displaces comes with by_uthread 3), and a block here takes it without
+ * take_local while ns.budget lasts and ns.ask is clear. arm() sets the
+ * budget at the end of take_local to what take_local would allow in a row
+ * from next (its chain; none with a pinned uthread here, whose turns come
+ * in take_slow; ns.ask stands for the inbox and is looked at each time);
+ * settle(), first in each decision of ours, counts the runs the runtime
+ * made meanwhile as decisions from next, as take_local's own. A budget
+ * left from an earlier arm() never allows more than the chain does now:
+ * only take_rings lowers the allowance (its chain counts up), and it runs
+ * inside take_local, which arms again. The injection queue's turn counts
+ * our own decisions only (every INJECT_EVERY-th, so at most NEXT_CHAIN
+ * runs from the slot between two). */
+static inline struct weft_uthread *next_of(struct vq *q)
+{
+    return __atomic_load_n(&q->ns.t, __ATOMIC_RELAXED);
+}
+
+static inline void next_set(struct vq *q, struct weft_uthread *t)
+{
+    __atomic_store_n(&q->ns.t, t, __ATOMIC_RELAXED);
+}
+
+static inline void settle(struct vq *q)
+{
+    unsigned used = q->armed - q->ns.budget;
+    if (__builtin_expect(used != 0, 0)) {
+        q->chain += used;
+        q->wchain += used;
+        q->armed = q->ns.budget;
+    }
+}
+
+static inline void arm(struct vq *q)
+{
+    q->ns.budget = q->armed = !q->pinned.head && q->chain < NEXT_CHAIN ? NEXT_CHAIN - q->chain : 0;
+}
+
+/* disarm(): no runs from the slot until our next decision (a pinned
+ * uthread queued here takes its turns in take_slow). */
+static inline void disarm(struct vq *q)
+{
+    settle(q);
+    q->ns.budget = q->armed = 0;
+}
+
+/* pinned_push() queues t, pinned here, on the private pinned list. */
+static inline void pinned_push(struct vq *q, struct weft_uthread *t)
+{
+    weft_ulist_push(&q->pinned, t);
+    disarm(q);
 }
 
 /* ---- the injection queue ------------------------------------------------------ */
@@ -409,7 +474,7 @@ static struct weft_uthread *ring_grab(struct vq *v, struct vq *q, int c)
 static void queue_here(struct vq *q, struct weft_uthread *t, bool paused)
 {
     if (pinned(t))
-        weft_ulist_push(&q->pinned, t);
+        pinned_push(q, t);
     else
         q_push(q, paused ? P : W, t);
 }
@@ -420,7 +485,7 @@ static void inbox_drain(struct vq *q)
     weft_spin_lock(&q->inbox_lock);
     struct weft_uthread *t = q->inbox.head;
     q->inbox.head = q->inbox.tail = NULL;
-    atomic_store_explicit(&q->inbox_has, false, memory_order_relaxed);
+    __atomic_store_n(&q->ns.ask, 0, __ATOMIC_RELAXED);
     if (atomic_load_explicit(&q->inbox_stealable, memory_order_relaxed))
         atomic_store_explicit(&q->inbox_stealable, false, memory_order_relaxed);
     weft_spin_unlock(&q->inbox_lock);
@@ -500,9 +565,9 @@ static inline struct weft_uthread *take_prev(struct vq *q)
  * woken ring (within its chain), the paused ring, then the rest. */
 static inline struct weft_uthread *take_rings(struct vq *q)
 {
-    struct weft_uthread *t = atomic_load_explicit(&q->next, memory_order_relaxed);
+    struct weft_uthread *t = next_of(q);
     if (t && q->chain < NEXT_CHAIN) {
-        atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
+        next_set(q, NULL);
         q->chain++;
         q->wchain++;
         return t;
@@ -521,8 +586,8 @@ static inline struct weft_uthread *take_rings(struct vq *q)
     q->wchain = 0;
     if ((t = q_pop(q, P)) != NULL || (t = take_prev(q)) != NULL || (t = q_pop(q, W)) != NULL)
         return t;
-    if ((t = atomic_load_explicit(&q->next, memory_order_relaxed)) != NULL) {
-        atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
+    if ((t = next_of(q)) != NULL) {
+        next_set(q, NULL);
         return t;
     }
     return NULL;
@@ -533,7 +598,7 @@ static inline struct weft_uthread *take_rings(struct vq *q)
 static __attribute__((noinline)) struct weft_uthread *take_slow(struct vq *q)
 {
     struct weft_uthread *t;
-    if (atomic_load_explicit(&q->inbox_has, memory_order_relaxed))
+    if (__atomic_load_n(&q->ns.ask, __ATOMIC_RELAXED))
         inbox_drain(q);
     if (q->inject_tick == 0) {
         q->inject_tick = INJECT_EVERY;
@@ -552,7 +617,7 @@ static inline struct weft_uthread *take(int me)
 {
     struct vq *q = &vqs[me];
     if (__builtin_expect(--q->inject_tick == 0, 0) || __builtin_expect(q->pinned.head != NULL, 0) ||
-        __builtin_expect(atomic_load_explicit(&q->inbox_has, memory_order_relaxed), 0))
+        __builtin_expect(__atomic_load_n(&q->ns.ask, __ATOMIC_RELAXED), 0))
         return take_slow(q);
     struct weft_uthread *t = take_rings(q);
     return t ? t : take_slow(q);
@@ -572,17 +637,16 @@ static __attribute__((noinline)) struct weft_uthread *take_local_slow(struct vq 
  * paused ring's own spill, behind it, refills it once it runs dry, in
  * take_slow). A uthread found in next or the paused ring has run before
  * (WS_RAN is set). */
-static struct weft_uthread *take_local_ws(int me)
+static inline struct weft_uthread *take_local_q(struct vq *q)
 {
-    struct vq *q = &vqs[me];
-    struct weft_uthread *t = atomic_load_explicit(&q->next, memory_order_relaxed);
+    struct weft_uthread *t = next_of(q);
     if (__builtin_expect(--q->inject_tick == 0, 0) || __builtin_expect(q->pinned.head != NULL, 0) ||
-        __builtin_expect(atomic_load_explicit(&q->inbox_has, memory_order_relaxed), 0))
+        __builtin_expect(__atomic_load_n(&q->ns.ask, __ATOMIC_RELAXED), 0))
         return take_local_slow(q);
     if (t) {
         if (__builtin_expect(q->chain >= NEXT_CHAIN, 0))
             return take_local_slow(q);
-        atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
+        next_set(q, NULL);
         q->chain++;
         q->wchain++;
         return t;
@@ -601,6 +665,15 @@ static struct weft_uthread *take_local_ws(int me)
     return take_local_slow(q);
 }
 
+static __attribute__((noinline)) struct weft_uthread *take_local_ws(int me)
+{
+    struct vq *q = &vqs[me];
+    settle(q);
+    struct weft_uthread *t = take_local_q(q);
+    arm(q);
+    return t;
+}
+
 /* take_yield_ws() is take_local for a yield of self. With one vcore (no
  * thief can take from the rings) and nothing but the paused ring queued
  * (no next, woken ring, spill, pinned list or inbox), self goes to the back
@@ -612,8 +685,8 @@ static struct weft_uthread *take_yield_ws(int me, struct weft_uthread *self, int
 {
     struct vq *q = &vqs[me];
     if (solo && q->inject_tick > 1 && !pinned(self) && !q->pinned.head &&
-        !atomic_load_explicit(&q->next, memory_order_relaxed) && !prev_of(q) &&
-        !atomic_load_explicit(&q->inbox_has, memory_order_relaxed) &&
+        !next_of(q) && !prev_of(q) &&
+        !__atomic_load_n(&q->ns.ask, __ATOMIC_RELAXED) &&
         q->spill[W].n == 0 && q->spill[P].n == 0 &&
         atomic_load_explicit(&q->head[W], memory_order_relaxed) ==
             atomic_load_explicit(&q->tail[W], memory_order_relaxed)) {
@@ -621,7 +694,8 @@ static struct weft_uthread *take_yield_ws(int me, struct weft_uthread *self, int
         uint32_t pt = atomic_load_explicit(&q->tail[P], memory_order_relaxed);
         if (ph != pt) {
             q->inject_tick--;
-            q->chain = q->wchain = 0;
+            q->chain = q->wchain = 0; /* the slot runs since arm() (settle) end with them */
+            q->armed = q->ns.budget;
             slot_t *buf = q->buf[P];
             struct weft_uthread *t = atomic_load_explicit(&buf[ph & RING_MASK], memory_order_relaxed);
             atomic_store_explicit(&q->head[P], ph + 1, memory_order_relaxed);
@@ -639,7 +713,7 @@ static struct weft_uthread *take_yield_ws(int me, struct weft_uthread *self, int
  * spill: worth a poke if it runs one uthread for long. */
 static inline bool hidden(struct vq *q)
 {
-    return atomic_load_explicit(&q->next, memory_order_relaxed) || prev_of(q) ||
+    return next_of(q) || prev_of(q) ||
            atomic_load_explicit(&q->spilled, memory_order_relaxed);
 }
 
@@ -727,7 +801,7 @@ static struct weft_uthread *inbox_grab(struct vq *v, struct vq *q)
         }
         t = n;
     }
-    atomic_store_explicit(&v->inbox_has, v->inbox.head != NULL, memory_order_relaxed);
+    __atomic_store_n(&v->ns.ask, v->inbox.head != NULL, __ATOMIC_RELAXED);
     atomic_store_explicit(&v->inbox_stealable, false, memory_order_relaxed); /* all taken */
     weft_spin_unlock(&v->inbox_lock);
     weft_sched_note_shared(1);
@@ -780,7 +854,9 @@ static struct weft_uthread *steal(int me)
 static void sched_entry_ws(void)
 {
     int me = weft_vcore_id();
+    settle(&vqs[me]);
     struct weft_uthread *t = take(me);
+    arm(&vqs[me]);
     if (!t)
         t = steal(me);
     if (!t)
@@ -797,7 +873,7 @@ static void inbox_push(int v, struct weft_uthread *t)
     struct vq *q = &vqs[v];
     weft_spin_lock(&q->inbox_lock);
     weft_ulist_push(&q->inbox, t);
-    atomic_store_explicit(&q->inbox_has, true, memory_order_relaxed);
+    __atomic_store_n(&q->ns.ask, 1, __ATOMIC_RELAXED);
     if (!pinned(t) && !atomic_load_explicit(&q->inbox_stealable, memory_order_relaxed))
         atomic_store_explicit(&q->inbox_stealable, true, memory_order_relaxed);
     weft_spin_unlock(&q->inbox_lock);
@@ -841,7 +917,7 @@ static __attribute__((noinline)) void runnable_slow(struct weft_uthread *t)
     }
     struct vq *q = &vqs[me];
     if (l->flags & WEFT_PINNED) { /* pinned here: only we may take it */
-        weft_ulist_push(&q->pinned, t);
+        pinned_push(q, t);
         return;
     }
     if (!l->by_uthread) {
@@ -851,7 +927,7 @@ static __attribute__((noinline)) void runnable_slow(struct weft_uthread *t)
             weft_vcore_kick_local();
         return;
     }
-    struct weft_uthread *old = atomic_load_explicit(&q->next, memory_order_relaxed);
+    struct weft_uthread *old = next_of(q);
     if (!(l->sched_flags & WS_RAN)) {
         /* Spawned by a uthread running here: next if it is free, so a
          * spawner that blocks at once (spawn, then join) hands its vcore to
@@ -864,7 +940,7 @@ static __attribute__((noinline)) void runnable_slow(struct weft_uthread *t)
         if (old)
             q_push(q, W, t);
         else
-            atomic_store_explicit(&q->next, t, memory_order_relaxed);
+            next_set(q, t);
         if (!solo)
             weft_vcore_kick_local();
         return;
@@ -882,7 +958,7 @@ static __attribute__((noinline)) void runnable_slow(struct weft_uthread *t)
     /* Woken by a uthread running here (or by its blocking callback with
      * nothing else queued here: not stealable meanwhile), having run
      * elsewhere before. */
-    atomic_store_explicit(&q->next, t, memory_order_relaxed);
+    next_set(q, t);
     if (old)
         displaced(q, old);
 }
@@ -890,13 +966,17 @@ static __attribute__((noinline)) void runnable_slow(struct weft_uthread *t)
 static void thread_runnable_ws(struct weft_uthread *t)
 {
     struct weft_sched_link *l = L(t);
+    if (l->by_uthread == 3) { /* the runtime's slot wake-up displaced it */
+        displaced(&vqs[l->waker], t);
+        return;
+    }
     /* The common case: woken by a uthread running on the vcore it last ran
      * on, not pinned: next, with no kick (see the top of this file). */
     if (__builtin_expect(l->vcore == l->waker && l->by_uthread == 1 &&
                          (l->sched_flags & WS_RAN) && !(l->flags & WEFT_PINNED), 1)) {
         struct vq *q = &vqs[l->waker];
-        struct weft_uthread *old = atomic_load_explicit(&q->next, memory_order_relaxed);
-        atomic_store_explicit(&q->next, t, memory_order_relaxed);
+        struct weft_uthread *old = next_of(q);
+        next_set(q, t);
         if (__builtin_expect(old == NULL, 1))
             return;
         displaced(q, old);
@@ -918,7 +998,7 @@ static void thread_paused_ws(struct weft_uthread *t)
 static void poked_ws(void)
 {
     struct vq *q = &vqs[weft_vcore_id()];
-    struct weft_uthread *t = atomic_load_explicit(&q->next, memory_order_relaxed);
+    struct weft_uthread *t = next_of(q);
     bool more = false;
     for (int c = W; c <= P; c++)
         if (q->spill[c].n && ring_len(q, c) < RING / 2) {
@@ -926,7 +1006,7 @@ static void poked_ws(void)
             more = true;
         }
     if (t) {
-        atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
+        next_set(q, NULL);
         queue_here(q, t, false);
         more = true;
     }
@@ -948,9 +1028,9 @@ static int reclaim_ws(int me, struct weft_uthread *t)
         prev_set(q, NULL);
         return 1;
     }
-    if (atomic_load_explicit(&q->next, memory_order_relaxed) != t)
+    if (next_of(q) != t)
         return 0;
-    atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
+    next_set(q, NULL);
     return 1;
 }
 
@@ -966,7 +1046,8 @@ static int init_ws(int nvcores)
         return ENOMEM;
     for (int i = 0; i < nvcores; i++) {
         struct vq *q = &vqs[i];
-        atomic_init(&q->next, NULL);
+        q->ns = (struct weft_next_slot){ NULL, 0, 0 };
+        q->armed = 0;
         q->chain = q->wchain = 0;
         q->woken_turn = false;
         atomic_init(&q->prev, NULL);
@@ -987,7 +1068,6 @@ static int init_ws(int nvcores)
         }
         q->inbox_lock = (weft_spinlock_t)WEFT_SPINLOCK_INIT;
         q->inbox = (struct weft_ulist){ NULL, NULL };
-        atomic_init(&q->inbox_has, false);
         atomic_init(&q->inbox_stealable, false);
     }
     inj.lock = (weft_spinlock_t)WEFT_SPINLOCK_INIT;
@@ -995,6 +1075,8 @@ static int init_ws(int nvcores)
     atomic_init(&inj.len, 0);
     nvq = nvcores;
     solo = nvcores == 1;
+    for (int i = 0; i < nvcores; i++)
+        weft_vcore_next_slot_set(i, &vqs[i].ns);
     return 0;
 }
 
