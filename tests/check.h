@@ -401,4 +401,61 @@ __attribute__((unused)) static void check_vcore_threads(pthread_t *out, int n)
     WAIT_UNTIL(atomic_load(&check_vt_done) == n, "the vcore threads recorded");
 }
 
+/* struct check_pair: two uthreads that hand a turn back and forth through
+ * weft_park/weft_unpark until stop (each wake-up lands in the waker's
+ * vcore's next slot): check_pair_spawn() starts them parked (nobody's turn),
+ * check_pair_go() gives the first turn, check_pair_end() stops and joins
+ * them. */
+struct check_pair {
+    weft_t t[2];
+    atomic_int turn;                 /* 0 or 1: whose turn; 2: nobody's yet */
+    atomic_bool stop;
+    atomic_long hops;                /* turns handed over */
+    struct check_pair_side {
+        struct check_pair *p;
+        int me;
+    } side[2];
+};
+
+__attribute__((unused)) static void *check_pair_run(void *arg)
+{
+    struct check_pair_side *s = arg;
+    struct check_pair *p = s->p;
+    for (;;) {
+        while (atomic_load(&p->turn) != s->me && !atomic_load(&p->stop))
+            CHECK_RC(weft_park(), 0);
+        if (atomic_load(&p->stop))
+            return NULL; /* check_pair_end() wakes both */
+        atomic_store(&p->turn, !s->me);
+        atomic_fetch_add_explicit(&p->hops, 1, memory_order_relaxed);
+        CHECK_RC(weft_unpark(p->t[!s->me]), 0);
+    }
+}
+
+__attribute__((unused)) static void check_pair_spawn(struct check_pair *p, const weft_attr_t *attr)
+{
+    atomic_store(&p->turn, 2);
+    atomic_store(&p->stop, false);
+    atomic_store(&p->hops, 0);
+    for (int i = 0; i < 2; i++) {
+        p->side[i] = (struct check_pair_side){ p, i };
+        CHECK_RC(weft_spawn(&p->t[i], attr, check_pair_run, &p->side[i]), 0);
+    }
+}
+
+__attribute__((unused)) static void check_pair_go(struct check_pair *p)
+{
+    atomic_store(&p->turn, 0);
+    CHECK_RC(weft_unpark(p->t[0]), 0);
+}
+
+__attribute__((unused)) static void check_pair_end(struct check_pair *p)
+{
+    atomic_store(&p->stop, true);
+    for (int i = 0; i < 2; i++)
+        CHECK_RC(weft_unpark(p->t[i]), 0);
+    for (int i = 0; i < 2; i++)
+        CHECK_RC(weft_join(p->t[i], NULL), 0);
+}
+
 #endif /* WEFT_TESTS_CHECK_H */

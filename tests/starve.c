@@ -18,9 +18,8 @@
 enum { LIMIT_MS = 3000 };
 
 static atomic_bool stop, victim_ran, go_d;
-static atomic_int turn;                /* 0: A's turn, 1: B's, 2: nobody's yet */
-static atomic_long hops, yields;
-static weft_t ta, tb;
+static atomic_long yields;
+static struct check_pair pair;
 
 static void *yielder(void *arg)
 {
@@ -30,23 +29,6 @@ static void *yielder(void *arg)
         atomic_fetch_add_explicit(&yields, 1, memory_order_relaxed);
     }
     return NULL;
-}
-
-/* pinger(me): waits for its turn, gives the turn to the other and wakes it. */
-static void *pinger(void *arg)
-{
-    int me = (int)(intptr_t)arg;
-    weft_t *other = me ? &ta : &tb;
-    for (;;) {
-        while (atomic_load(&turn) != me && !atomic_load(&stop))
-            CHECK_RC(weft_park(), 0);
-        if (atomic_load(&stop))
-            break;
-        atomic_store(&turn, !me);
-        atomic_fetch_add_explicit(&hops, 1, memory_order_relaxed);
-        CHECK_RC(weft_unpark(*other), 0);
-    }
-    return NULL; /* run() wakes both once stop is set */
 }
 
 static void *sleeper(void *arg)
@@ -75,12 +57,9 @@ static void *run(void *arg)
     atomic_store(&stop, false);
     atomic_store(&victim_ran, false);
     atomic_store(&go_d, false);
-    atomic_store(&turn, 2);
-    atomic_store(&hops, 0);
     atomic_store(&yields, 0);
     CHECK_RC(weft_spawn(&ty, NULL, yielder, NULL), 0);
-    CHECK_RC(weft_spawn(&ta, NULL, pinger, (void *)0), 0);
-    CHECK_RC(weft_spawn(&tb, NULL, pinger, (void *)1), 0);
+    check_pair_spawn(&pair, NULL);
     if (displaced)
         CHECK_RC(weft_spawn(&tv, NULL, displacee, NULL), 0);
     for (int i = 0; i < 200; i++)
@@ -88,25 +67,20 @@ static void *run(void *arg)
     if (displaced) {
         atomic_store(&go_d, true);
         CHECK_RC(weft_unpark(tv), 0); /* D: next */
-        atomic_store(&turn, 0);
-        CHECK_RC(weft_unpark(ta), 0); /* A: next, D displaced */
+        check_pair_go(&pair);         /* A: next, D displaced */
     } else {
         CHECK_RC(weft_spawn(&tv, NULL, sleeper, NULL), 0);
         for (int i = 0; i < 10; i++)
             weft_yield(); /* S runs and sleeps */
-        atomic_store(&turn, 0);
-        CHECK_RC(weft_unpark(ta), 0);
+        check_pair_go(&pair);
     }
     uint64_t t0 = weft_now_ns();
     while (!atomic_load(&victim_ran) && weft_now_ns() - t0 < (uint64_t)LIMIT_MS * 1000000)
         weft_yield(); /* this uthread too takes paused turns */
     bool ran = atomic_load(&victim_ran);
-    long h = atomic_load(&hops), y = atomic_load(&yields);
+    long h = atomic_load(&pair.hops), y = atomic_load(&yields);
     atomic_store(&stop, true);
-    CHECK_RC(weft_unpark(ta), 0);
-    CHECK_RC(weft_unpark(tb), 0);
-    CHECK_RC(weft_join(ta, NULL), 0);
-    CHECK_RC(weft_join(tb, NULL), 0);
+    check_pair_end(&pair);
     CHECK_RC(weft_join(ty, NULL), 0);
     if (displaced && !atomic_load(&victim_ran)) { /* not run: wake it to end */
         atomic_store(&go_d, true);
