@@ -25,7 +25,7 @@ static struct check_pair pair;
 /* pair_start() starts the pair on vcore 1 at prio; pair_end() stops it. */
 static void pair_start(int prio)
 {
-    weft_attr_t pa = { .prio = prio, .flags = WEFT_ON_VCORE, .vcore = 1 };
+    weft_attr_t pa = { .prio = prio, .flags = WEFT_PINNED, .vcore = 1 };
     check_pair_spawn(&pair, &pa);
     CHECK_RC(weft_sleep_ns(10000000), 0);
     check_pair_go(&pair);
@@ -80,7 +80,7 @@ static void check_steal_from_hog(void)
 {
     check_phase("more urgent work queued behind a hog runs on the other vcore");
     pair_start(-10);
-    weft_attr_t ha = { .prio = 20, .flags = WEFT_ON_VCORE, .vcore = 0 };
+    weft_attr_t ha = { .prio = 20, .flags = WEFT_PINNED, .vcore = 0 };
     weft_t th;
     CHECK_RC(weft_spawn(&th, &ha, hog, NULL), 0);
     CHECK_RC(weft_join(th, NULL), 0);
