@@ -382,6 +382,8 @@ struct weft__runtime {
     void (*thread_runnable)(struct weft_uthread *);
     int (*reclaim)(int, struct weft_uthread *); /* NULL if the scheduler has none */
     bool has_blocked;                /* ops->thread_has_blocked != NULL */
+    bool swap_block_off;             /* has_blocked or per-uthread TLS: no block ends
+                                        in a plain swap (swap_plain_block); fixed at init */
     size_t stack_size;               /* default stack size; fixed while running */
     _Alignas(WEFT__CACHELINE) _Atomic int nspinning; /* vcores spinning for work */
     _Atomic int nparked;             /* vcores on the idle list */
@@ -643,11 +645,20 @@ static inline bool weft__io_waiting(struct weft__vcore *self)
     return false;
 }
 
-/* weft__stat_add() adds n to one of vc's counters (written by vc only). */
+/* weft__stat_add() adds n to one of vc's counters (written by vc only;
+ * others read them relaxed). On x86-64 one add to memory: an aligned 8-byte
+ * store is single-copy atomic there, so a reader sees the old or the new
+ * value, and no other thread writes the word (a relaxed load and store
+ * would be three instructions on every switch). TSan builds keep the atomic
+ * accesses it can see. */
 static inline void weft__stat_add(_Atomic uint64_t *c, uint64_t n)
 {
+#if defined(__x86_64__) && !defined(WEFT__SPIN_TSAN)
+    __asm__("addq %1, %0" : "+m"(*(uint64_t *)c) : "er"(n));
+#else
     atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
                           memory_order_relaxed);
+#endif
 }
 
 /* weft__vcore_chores() handles this vcore's events, runs its due alarms and

@@ -149,8 +149,7 @@ static inline void start_run(struct weft__vcore *vc, struct weft_uthread *t, int
     atomic_store_explicit(&t->state, WEFT__RUNNING, memory_order_relaxed);
     int from = t->link.vcore;
     t->link.vcore = vc->id;
-    atomic_store_explicit(&vc->nrun, atomic_load_explicit(&vc->nrun, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+    weft__stat_add(&vc->nrun, 1);
     vc->current = t;
     *errno_addr = t->err;
     /* Last, so that the common path keeps nothing across a call. */
@@ -305,6 +304,7 @@ void weft__sched_resolve(struct weft__runtime *rt)
     if (!rt->take_local)
         rt->take_yield = NULL; /* the hand-off is take_local's: no take_local, no hand-off */
     rt->has_blocked = ops->thread_has_blocked != NULL;
+    rt->swap_block_off = rt->has_blocked || weft__tls_uthread; /* weft__tls_init came first */
 }
 
 /* slot_peek() is the uthread in ns, the scheduler's next slot of vc (NULL:
@@ -440,7 +440,7 @@ static inline void swap_begin(struct weft__vcore *vc, struct weft_uthread *ut, s
  * and no scheduler to tell of it (thread_has_blocked). */
 static inline bool swap_plain_block(const struct weft_uthread *ut, const struct weft_uthread *next)
 {
-    return swap_plain(ut, next) && !weft__rt.has_blocked;
+    return !(weft__rt.swap_block_off | !ut->guarded | next->copy);
 }
 
 /* swap_to() is how the three swaps end after swap_begin(): the sanitizers
@@ -587,20 +587,21 @@ static inline void runnable_by(struct weft__vcore *vc, struct weft_uthread *t, i
         weft__panic("uthread %llu made runnable while in state %d (invariant 1: a uthread "
                     "is on at most one run queue)", (unsigned long long)t->id, st);
     atomic_store_explicit(&t->state, WEFT__RUNNABLE, memory_order_relaxed);
-    t->link.waker = vc->id;
-    t->link.by_uthread = by;
-    /* copy first: rs lies in the struct's second line, which nothing else
-     * on this path reads. */
-    if (WEFT__UNLIKELY(t->copy && t->rs != NULL)) { /* a started stack-copy uthread */
-        runnable_copy(vc, t);
-        return;
-    }
+    /* A started stack-copy uthread (t->rs lies in the struct's second line,
+     * read only when t is stack-copy) goes to its run stack's holder first. */
+    bool started_copy = WEFT__UNLIKELY(t->copy) && t->rs != NULL;
     struct weft_next_slot *ns = vc->nslot;
-    if (wake && by == 1 && ns && t->link.vcore == vc->id && !(t->link.flags & WEFT_PINNED)) {
-        slot_wake(vc, ns, t);
+    if (wake && by == 1 && ns && t->link.vcore == vc->id && !(t->link.flags & WEFT_PINNED) &&
+        !started_copy) {
+        slot_wake(vc, ns, t); /* the scheduler hears nothing: waker and by_uthread are not set */
         return;
     }
-    sched_runnable(t);
+    t->link.waker = vc->id; /* for thread_runnable (<weft/sched.h>) */
+    t->link.by_uthread = by;
+    if (WEFT__UNLIKELY(started_copy))
+        runnable_copy(vc, t);
+    else
+        sched_runnable(t);
 }
 
 /* runnable() is weft_uthread_runnable() for a caller that read its vcore
