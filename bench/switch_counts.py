@@ -66,7 +66,10 @@ def main() -> int:
         sys.exit("switch_counts: valgrind not installed (scripts/deps.sh bench)")
     with tempfile.TemporaryDirectory() as tmp:
         for mode, what in (("park", "park + unpark hand-off"),
-                           ("sem", "semaphore post + wait hand-off"), ("yield", "yield")):
+                           ("sem", "semaphore post + wait hand-off"), ("yield", "yield"),
+                           ("park-timer", "park + unpark hand-off, an alarm pending"),
+                           ("sem-timer", "semaphore hand-off, an alarm pending"),
+                           ("yield-timer", "yield, an alarm pending")):
             t1, f1 = counts(prog, mode, args.n, tmp)
             t2, f2 = counts(prog, mode, 2 * args.n, tmp)
             extra = 2 * args.n          # 2 hand-offs per round trip; 2 yielders

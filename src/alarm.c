@@ -6,8 +6,9 @@
  * a spinlock, with its earliest deadline published lock-free (heap->min).
  * Nobody needs a thread for timers:
  *  - a busy vcore runs its own due alarms every 16th scheduling decision
- *    (weft__chores_due reads its heap->min then, one load), and a tick that
- *    finds one due posts WEFT_EV_TIMER in between;
+ *    (weft__chores_due reads its heap->min then, one load, and the clock
+ *    when an alarm is pending), and a tick that finds one due posts
+ *    WEFT_EV_TIMER in between;
  *  - the one idle vcore that has the timer duty (it sleeps in the poller, or
  *    on its futex before any I/O) sleeps until the earliest deadline of all
  *    heaps and runs whatever is due on any heap when it wakes

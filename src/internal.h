@@ -587,13 +587,17 @@ static inline void weft__vcore_leave_idle(struct weft__vcore *vc)
 }
 
 /* weft__chores_due() says whether the coming scheduling decision must run
- * weft__vcore_chores() first: events are pending, or it is every 16th
- * decision (the chores then run due alarms, and every 64th look at the
- * poller if uthreads wait for I/O and nobody has looked for 200 us, so I/O
- * is noticed even when no vcore is idle). Two loads when nothing is due;
- * the caller counts the decision (vc->decisions++) after it. */
+ * weft__vcore_chores() first: events are pending, or, at every 16th
+ * decision, an alarm of this vcore is due, or (every 64th) uthreads wait for
+ * I/O and nobody has looked at the poller for 200 us, so I/O is noticed even
+ * when no vcore is idle. Two loads when neither an alarm nor an I/O waiter
+ * is pending; a clock read (weft__chores_late, out of line) at every 16th
+ * decision when one is: a pending alarm that is not due, a server's
+ * timeouts, no longer sends every 16th decision through vcore context.
+ * The caller counts the decision (vc->decisions++) after it. */
 #define WEFT__CHORES_EVERY 16u
 static inline bool weft__io_waiting(struct weft__vcore *self);
+bool weft__chores_late(struct weft__vcore *vc, uint64_t d);
 static inline bool weft__chores_due(struct weft__vcore *vc)
 {
     if (WEFT__UNLIKELY(atomic_load_explicit(&vc->ev.bits, memory_order_relaxed) != 0))
@@ -601,8 +605,9 @@ static inline bool weft__chores_due(struct weft__vcore *vc)
     uint64_t d = vc->decisions + 1;
     if (WEFT__LIKELY((d & (WEFT__CHORES_EVERY - 1)) != 0))
         return false;
-    return atomic_load_explicit(&vc->heap.min, memory_order_relaxed) != UINT64_MAX ||
-           ((d & 63) == 0 && weft__io_waiting(vc));
+    return (atomic_load_explicit(&vc->heap.min, memory_order_relaxed) != UINT64_MAX ||
+            ((d & 63) == 0 && weft__io_waiting(vc))) &&
+           weft__chores_late(vc, d);
 }
 
 /* I/O waiters: uthreads (and kernel threads) parked on a descriptor or a

@@ -1097,6 +1097,19 @@ static WEFT__NOINLINE void vcore_idle(struct weft__vcore *vc)
     vcore_park(vc);
 }
 
+/* weft__chores_late() is weft__chores_due() at the d-th decision (a 16th)
+ * with an alarm or an I/O waiter pending: is the alarm due, or (a 64th) the
+ * poll stale. */
+WEFT__NOINLINE bool weft__chores_late(struct weft__vcore *vc, uint64_t d)
+{
+    uint64_t next = atomic_load_explicit(&vc->heap.min, memory_order_relaxed);
+    bool io = (d & 63) == 0 && weft__io_waiting(vc);
+    if (next == UINT64_MAX && !io)
+        return false;
+    uint64_t now = weft__now_ns();
+    return next <= now || (io && weft__io_stale(now));
+}
+
 void weft__vcore_chores(struct weft__vcore *vc)
 {
     if (atomic_load_explicit(&vc->ev.bits, memory_order_relaxed)) {

@@ -7,7 +7,10 @@
  *                         of the other's, weft_sem_wait() on its own): 2N
  *                         hand-offs, each a post and a wait that blocks;
  *   switchcount yield N   two uthreads each call weft_yield() N times: 2N
- *                         yields, each handing the vcore to the other.
+ *                         yields, each handing the vcore to the other;
+ *   switchcount park-timer N, sem-timer N, yield-timer N: the same with an
+ *                         alarm armed on the vcore all along, an hour away
+ *                         (a server's pending timeouts).
  * One vcore. Both uthreads are spawned by a parent uthread (as an
  * application's are once it runs), so they start on the vcore's own queues.
  * Not timed: bench/switch-counts.sh runs it under callgrind at N and 2N
@@ -25,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <weft/sync.h>
+#include <weft/time.h>
 #include <weft/weft.h>
 
 static long n;
@@ -101,12 +105,25 @@ static void *yielder(void *unused)
     return NULL;
 }
 
+static void never(struct weft_alarm *a)
+{
+    (void)a;
+    bench_fail("switchcount: the alarm an hour away fired");
+}
+
 static void *parent(void *mode)
 {
-    if (strcmp(mode, "park") == 0) {
+    struct weft_alarm far;
+    bool timer = strstr(mode, "-timer") != NULL;
+    if (timer) {
+        weft_alarm_init(&far, never);
+        bench_check_rc(weft_alarm_set_rel(&far, 3600ull * 1000000000ull));
+        bench_check_rc(weft_alarm_start(&far));
+    }
+    if (strncmp(mode, "park", 4) == 0) {
         bench_check_rc(weft_spawn(&tb, NULL, park_b, NULL));
         bench_check_rc(weft_spawn(&ta, NULL, park_a, NULL));
-    } else if (strcmp(mode, "sem") == 0) {
+    } else if (strncmp(mode, "sem", 3) == 0) {
         bench_check_rc(weft_spawn(&tb, NULL, sem_b_fn, NULL));
         bench_check_rc(weft_spawn(&ta, NULL, sem_a_fn, NULL));
     } else {
@@ -115,27 +132,32 @@ static void *parent(void *mode)
     }
     bench_check_rc(weft_join(ta, NULL));
     bench_check_rc(weft_join(tb, NULL));
+    if (timer && !weft_alarm_stop(&far))
+        bench_fail("switchcount: the alarm an hour away was not armed at the end");
     return NULL;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc != 3 ||
-        (strcmp(argv[1], "park") != 0 && strcmp(argv[1], "sem") != 0 &&
-         strcmp(argv[1], "yield") != 0) ||
-        (n = atol(argv[2])) < 1) {
-        fprintf(stderr, "usage: %s park|sem|yield N   (N >= 1)\n", argv[0]);
+    static const char *const modes[] = { "park", "sem", "yield", "park-timer", "sem-timer",
+                                         "yield-timer" };
+    bool known = false;
+    for (size_t i = 0; argc == 3 && i < sizeof modes / sizeof modes[0]; i++)
+        known |= strcmp(argv[1], modes[i]) == 0;
+    if (!known || (n = atol(argv[2])) < 1) {
+        fprintf(stderr, "usage: %s park|sem|yield[-timer] N   (N >= 1)\n", argv[0]);
         return 2;
     }
+    bool yield = strncmp(argv[1], "yield", 5) == 0;
     struct weft_config cfg = { .vcores = 1 };
     bench_check_rc(weft_init(&cfg));
     weft_t p;
     bench_check_rc(weft_spawn(&p, NULL, parent, argv[1]));
     bench_check_rc(weft_join(p, NULL));
-    if (strcmp(argv[1], "yield") != 0 && atomic_load(&turns) != 2 * n)
+    if (!yield && atomic_load(&turns) != 2 * n)
         bench_fail("switchcount %s: %ld turns, %ld expected", argv[1], atomic_load(&turns), 2 * n);
     /* The first yield of each may find the other not started yet. */
-    if (strcmp(argv[1], "yield") == 0 && atomic_load(&switched) < 2 * n - 2)
+    if (yield && atomic_load(&switched) < 2 * n - 2)
         bench_fail("switchcount yield: %ld of %ld yields handed the vcore over",
                    atomic_load(&switched), 2 * n);
     weft_shutdown();
