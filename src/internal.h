@@ -33,9 +33,14 @@
 #define WEFT__CONTAINER(p, type, field) ((type *)(void *)((char *)(p) - offsetof(type, field)))
 #define WEFT__NOINLINE __attribute__((noinline))
 /* Each vcore's signal stack: weft's SIGSEGV handler, and an application's
- * SA_ONSTACK handlers (sanitizer builds' frames are several times larger). */
+ * SA_ONSTACK handlers (sanitizer builds' frames are several times larger).
+ * Under ASan under 512 KiB: every __asan_handle_no_return (each call of a
+ * _Noreturn function, several per pass through vcore context) clears the
+ * signal stack's shadow, and from 512 KiB on (64 KiB of shadow, ASan's
+ * clear_shadow_mmap_threshold) it does so by mapping it afresh: about 20 us
+ * a pass, 10 times what the rest of it cost. */
 #if defined(WEFT_ASAN) || defined(WEFT_TSAN)
-#define WEFT__ALTSTACK_SIZE (512 * 1024)
+#define WEFT__ALTSTACK_SIZE (256 * 1024)
 #else
 #define WEFT__ALTSTACK_SIZE (64 * 1024)
 #endif
@@ -729,7 +734,7 @@ bool weft__tls_flag_mode_refused(void);
 static inline struct weft_uthread *weft__vcore_arrive(struct weft__vcore *vc)
 {
     WEFT__TLS_LEAVE(vc); /* first: vcore context runs on its kernel thread's TLS */
-    weft__san_arrive(NULL, NULL, NULL);
+    weft__san_vcore_enter(&vc->san);
     struct weft_uthread *ut = vc->current;
     vc->current = NULL;
     if (WEFT__UNLIKELY(!ut->guarded))

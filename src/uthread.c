@@ -194,7 +194,7 @@ static _Noreturn void run_on(struct weft__vcore *vc, struct weft_uthread *t)
     start_on(vc, t);
     WEFT__TLS_ENTER(vc, t);
     weft__stat_add(&vc->st.vcruns, 1);
-    weft__san_switch(NULL, &t->san, t->stack_lo, t->stack_size);
+    weft__san_vcore_depart(&vc->san, &t->san, t->stack_lo, t->stack_size);
     weft__san_vcore_left(&vc->san);
     weft__ctx_restore(&t->ctx);
 }
