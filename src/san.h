@@ -101,8 +101,10 @@ static inline void weft__san_arrive(struct weft__san *self, const void **old_lo,
 /* weft__san_vcore_depart() announces vcore context's switch to the stack
  * [lo, lo+size) of to, keeping vcore context's ASan fake stack in vcore for
  * its next entry (weft__san_vcore_enter), where it starts at the top of its
- * stack again: the frames left in it are below that entry's and ASan's
- * next collection frees them. A fake stack made afresh at every entry cost
+ * stack again. ASan's next collection frees the fake frames left deeper
+ * than the new entry's; those at its own depth stay allocated, and once
+ * their size class runs out such frames go on the real stack (no
+ * use-after-return check for them). A fake stack made afresh at every entry cost
  * a map, its page faults and an unmap each time: about 8 us per pass
  * through vcore context under ASan (a pair's hand-offs, one in 16 through
  * vcore context, ran 80 times slower than without the sanitizer). */
