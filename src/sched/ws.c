@@ -675,33 +675,61 @@ static __attribute__((noinline)) struct weft_uthread *take_local_ws(int me)
 }
 
 /* take_yield_ws() is take_local for a yield of self. With one vcore (no
- * thief can take from the rings) and nothing but the paused ring queued
- * (no next, woken ring, spill, pinned list or inbox), self goes to the back
- * of the paused ring as its front comes out: one step for take_local's pop
- * and thread_paused's push. Else take_local. (Written out rather than
- * ring_pop + q_push: with those a yield took 20 instructions and 8 % more
- * time; the conditions above already rule out their other cases.) */
+ * thief can take from the rings) and nothing but the paused ring and its
+ * spill queued (no next, woken ring or its spill, pinned list or inbox),
+ * self goes to the back of the paused ring (or of its spill, behind it) as
+ * the ring's front comes out: one step for take_local's pop and
+ * thread_paused's push, made on the yielder's stack before the switch.
+ * Else take_local. (Written out rather than ring_pop + q_push: with those a
+ * yield took 20 instructions and 8 % more time; the conditions above
+ * already rule out their other cases. With more uthreads than a ring holds
+ * every yield used to take take_local and thread_paused's way, whose
+ * callback runs on the successor's stack, lines out of cache: 10 000
+ * yielders at one vcore, 140-190 ns a yield, against 43 with prio.) */
+/* yield_pop() is take_yield_ws's step once it may: the paused ring's front
+ * (at ph, not empty) taken, the decision counted. */
+static inline struct weft_uthread *yield_pop(struct vq *q, uint32_t ph)
+{
+    q->inject_tick--;
+    q->chain = q->wchain = 0; /* the slot runs since arm() (settle) end with them */
+    q->armed = q->ns.budget;
+    slot_t *buf = q->buf[P];
+    struct weft_uthread *t = atomic_load_explicit(&buf[ph & RING_MASK], memory_order_relaxed);
+    atomic_store_explicit(&q->head[P], ph + 1, memory_order_relaxed);
+    ring_prefetch(buf, ph + 1);
+    return t;
+}
+
+/* take_yield_spilled() is take_yield_ws with a spill behind the paused ring:
+ * self goes to the spill's back. Out of line, so that the common case keeps
+ * no frame. */
+static __attribute__((noinline)) struct weft_uthread *take_yield_spilled(struct vq *q, uint32_t ph,
+                                                                       struct weft_uthread *self,
+                                                                       int *queued)
+{
+    struct weft_uthread *t = yield_pop(q, ph);
+    spill_push(q, P, self); /* behind the spill, in order */
+    *queued = 1;
+    return t;
+}
+
 static struct weft_uthread *take_yield_ws(int me, struct weft_uthread *self, int *queued)
 {
     struct vq *q = &vqs[me];
     if (solo && q->inject_tick > 1 && !pinned(self) && !q->pinned.head &&
         !next_of(q) && !prev_of(q) &&
         !__atomic_load_n(&q->ns.ask, __ATOMIC_RELAXED) &&
-        q->spill[W].n == 0 && q->spill[P].n == 0 &&
+        q->spill[W].n == 0 &&
         atomic_load_explicit(&q->head[W], memory_order_relaxed) ==
             atomic_load_explicit(&q->tail[W], memory_order_relaxed)) {
         uint32_t ph = atomic_load_explicit(&q->head[P], memory_order_relaxed);
         uint32_t pt = atomic_load_explicit(&q->tail[P], memory_order_relaxed);
-        if (ph != pt) {
-            q->inject_tick--;
-            q->chain = q->wchain = 0; /* the slot runs since arm() (settle) end with them */
-            q->armed = q->ns.budget;
-            slot_t *buf = q->buf[P];
-            struct weft_uthread *t = atomic_load_explicit(&buf[ph & RING_MASK], memory_order_relaxed);
-            atomic_store_explicit(&q->head[P], ph + 1, memory_order_relaxed);
-            atomic_store_explicit(&buf[pt & RING_MASK], self, memory_order_relaxed);
+        if (ph != pt) { /* an empty ring with a spill: take_local refills it */
+            if (__builtin_expect(q->spill[P].n != 0, 0))
+                return take_yield_spilled(q, ph, self, queued);
+            struct weft_uthread *t = yield_pop(q, ph);
+            atomic_store_explicit(&q->buf[P][pt & RING_MASK], self, memory_order_relaxed);
             atomic_store_explicit(&q->tail[P], pt + 1, memory_order_relaxed);
-            ring_prefetch(buf, ph + 1);
             *queued = 1;
             return t;
         }
