@@ -269,7 +269,8 @@ struct weft__vcore {
     void (*cb)(struct weft_uthread *, void *); /* pending weft_uthread_yield callback */
     void *cb_arg;
     struct weft_next_slot *nslot;    /* the scheduler's next slot here, or NULL: set by
-                                        its init (weft_vcore_next_slot_set); its fields
+                                        its init (weft_vcore_next_slot_set), set NULL by
+                                        anyone (relaxed atomics, vc_slot); its fields
                                         are this vcore's (<weft/sched.h>) */
     struct weft_uthread *handoff_to; /* direct hand-off: the uthread whose stack the
                                         callback runs on, resumed after it */

@@ -307,6 +307,12 @@ void weft__sched_resolve(struct weft__runtime *rt)
     rt->swap_block_off = rt->has_blocked || weft__tls_uthread; /* weft__tls_init came first */
 }
 
+/* vc_slot() is vc->nslot (a scheduler may take it away at any time). */
+static inline struct weft_next_slot *vc_slot(struct weft__vcore *vc)
+{
+    return __atomic_load_n(&vc->nslot, __ATOMIC_RELAXED); /* others may set NULL */
+}
+
 /* slot_peek() is the uthread in ns, the scheduler's next slot of vc (NULL:
  * none), that the runtime may run now without asking the scheduler (struct
  * weft_next_slot in <weft/sched.h>: within its budget, ask clear), or
@@ -336,8 +342,9 @@ static inline struct weft_uthread *local_pick(struct weft__vcore *vc, struct wef
     if (!take_local || weft__chores_due(vc))
         return NULL;
     struct weft_uthread *t;
-    if (!yielder && (t = slot_peek(vc->nslot)) != NULL) {
-        slot_take(vc->nslot); /* no call: the runtime runs the scheduler's next itself */
+    struct weft_next_slot *ns;
+    if (!yielder && (t = slot_peek(ns = vc_slot(vc))) != NULL) {
+        slot_take(ns); /* no call: the runtime runs the scheduler's next itself */
     } else {
         t = yielder && weft__rt.take_yield /* under the switch mark */
                 ? weft__rt.take_yield(vc->id, yielder, queued)
@@ -590,7 +597,7 @@ static inline void runnable_by(struct weft__vcore *vc, struct weft_uthread *t, i
     /* A started stack-copy uthread (t->rs lies in the struct's second line,
      * read only when t is stack-copy) goes to its run stack's holder first. */
     bool started_copy = WEFT__UNLIKELY(t->copy) && t->rs != NULL;
-    struct weft_next_slot *ns = vc->nslot;
+    struct weft_next_slot *ns = vc_slot(vc);
     if (wake && by == 1 && ns && t->link.vcore == vc->id && !(t->link.flags & WEFT_PINNED) &&
         !started_copy) {
         slot_wake(vc, ns, t); /* the scheduler hears nothing: waker and by_uthread are not set */
@@ -1473,7 +1480,7 @@ static void park_entry(void *arg)
  * taken. Under the switch mark. */
 static inline struct weft_uthread *slot_swap_next(struct weft__vcore *vc, struct weft_uthread *ut)
 {
-    struct weft_next_slot *ns = vc->nslot;
+    struct weft_next_slot *ns = vc_slot(vc);
     struct weft_uthread *t = slot_peek(ns);
     if (!t || weft__chores_due(vc) || !swap_plain_block(ut, t) || (t->link.flags & WEFT_PINNED))
         return NULL;

@@ -323,11 +323,11 @@ int weft_vcore_next_slot_set(int vcore, struct weft_next_slot *slot)
 {
     if (vcore < 0 || vcore >= weft__rt.nvcores || !weft__rt.vcores)
         return EINVAL;
-    if (atomic_load_explicit(&weft__rt.state, memory_order_acquire) == WEFT__RUNNING_RT)
-        return EBUSY; /* vcores run: their slots are theirs */
+    if (slot && atomic_load_explicit(&weft__rt.state, memory_order_acquire) == WEFT__RUNNING_RT)
+        return EBUSY; /* vcores run: a slot may only be taken away */
     if (slot && !weft__rt.take_local)
         return ENOTSUP; /* the slot is take_local's: no take_local, no slot */
-    weft__rt.vcores[vcore].nslot = slot;
+    __atomic_store_n(&weft__rt.vcores[vcore].nslot, slot, __ATOMIC_RELAXED);
     return 0;
 }
 

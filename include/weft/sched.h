@@ -239,9 +239,14 @@ struct weft_next_slot {
 };
 
 /* weft_vcore_next_slot_set() makes slot vcore's next slot (NULL: none, the
- * default), for the scheduler's init (before any vcore runs). Returns 0,
- * EINVAL for a vcore id outside those init was given, EBUSY once the
- * vcores run, or ENOTSUP for a scheduler without take_local. */
+ * default), for the scheduler's init (before any vcore runs). Once the
+ * vcores run, only NULL may be set, from any thread: the runtime stops
+ * filling and taking the slot (at once on other vcores but for a wake-up or
+ * a decision under way there), and what it holds is the scheduler's own
+ * next (a scheduler that cannot keep its rules with the runtime running
+ * its slot, say once priorities differ). Returns 0, EINVAL for a vcore id
+ * outside those init was given, EBUSY for a slot once the vcores run, or
+ * ENOTSUP for a scheduler without take_local. */
 int weft_vcore_next_slot_set(int vcore, struct weft_next_slot *slot);
 
 /* weft_sched_register() makes ops selectable by name (weft_config.sched,

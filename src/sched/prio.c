@@ -169,7 +169,10 @@ struct pq {
     union {
     struct {
     /* Owner only. */
-    struct weft_uthread *_Atomic next; /* the wake-up slot; thieves read it (relaxed) */
+    struct weft_next_slot ns;        /* next (ns.t, the wake-up slot; thieves read it,
+                                        relaxed), also the runtime's (see "The runtime's
+                                        slot"); ns.ask: anyone may set it */
+    unsigned armed;                  /* ns.budget as arm() set it */
     unsigned chain;                  /* decisions in a row taken from next */
     struct weft_uthread *fronted;    /* the last displaced uthread put at a level's front
                                         (compared, never read: it may be freed) */
@@ -216,6 +219,9 @@ static struct pq *volatile parents_pqs; /* a fork child's copy of the parent's (
 static _Atomic int nup;              /* vcores online (vcore_up minus vcore_down) */
 static _Atomic unsigned rr;          /* round robin over online vcores */
 static uint64_t aging_ns;            /* WEFT_PRIO_AGING_MS; 0 = off */
+static _Atomic bool mixed;           /* a level other than FLAT_LEVEL was seen, or aging
+                                        is on (sticky): the runtime's slot is off */
+#define FLAT_LEVEL (0 - WEFT_PRIO_MIN) /* the default priority's level */
 
 static inline struct weft_sched_link *L(struct weft_uthread *t)
 {
@@ -265,6 +271,78 @@ static uint64_t mono_ns(void)
 static inline bool preempting(void)
 {
     return weft_preempt_period() != 0;
+}
+
+/* ---- the runtime's slot ---------------------------------------------------------
+ *
+ * next is the runtime's next slot too (struct weft_next_slot in
+ * <weft/sched.h>): a wake-up here by a uthread of one that last ran here
+ * fills it without thread_runnable (what it displaces comes with
+ * by_uthread 3), and a block here takes it without take_local while
+ * ns.budget lasts and ns.ask is clear. That skips every look take_local
+ * and thread_runnable make at the uthread's level (more urgent work queued
+ * first, a preemption for a more urgent wake-up, the board), so the slot
+ * is the runtime's only while the process is flat: every uthread seen so
+ * far at the default priority (FLAT_LEVEL), no aging, no board. The first
+ * uthread seen at another level (made runnable, or its priority changed)
+ * or a board takes the slots away for good (go_mixed, `mixed`); a wake-up
+ * or a decision already under way on another vcore may still use its slot
+ * once, for a uthread at the flat level or one raised a moment ago. While
+ * the slot is ours alone, next works as it did before. ns.ask stands for
+ * a pending request or q->slow: set by ask(), and by arm() from what it
+ * reads, so that the owner's take_local looks; a request that comes as arm
+ * reads waits for the decision after the runs arm allowed (at most
+ * NEXT_CHAIN). settle(), first in each decision of ours, counts the runs
+ * the runtime made as decisions from next (chain, slow_tick); arm() at its
+ * end allows what take_local would take in a row from next, short of the
+ * next slow look. */
+static inline struct weft_uthread *next_of(struct pq *q)
+{
+    return __atomic_load_n(&q->ns.t, __ATOMIC_RELAXED);
+}
+
+static inline void next_set(struct pq *q, struct weft_uthread *t)
+{
+    __atomic_store_n(&q->ns.t, t, __ATOMIC_RELAXED);
+}
+
+static inline void settle(struct pq *q)
+{
+    unsigned used = q->armed - q->ns.budget;
+    if (__builtin_expect(used != 0, 0)) {
+        q->chain += used;
+        q->slow_tick -= used;
+        q->armed = q->ns.budget;
+    }
+}
+
+static inline void arm(struct pq *q)
+{
+    bool off = q->slow || atomic_load_explicit(&q->pending, memory_order_relaxed);
+    unsigned b = 0;
+    if (!off && (q->chain < NEXT_CHAIN || !bits_of(q))) { /* the chain: others queued */
+        b = bits_of(q) ? NEXT_CHAIN - q->chain : SLOW_EVERY;
+        if (b >= q->slow_tick)
+            b = q->slow_tick ? q->slow_tick - 1 : 0; /* the slow look is take_local's */
+    }
+    __atomic_store_n(&q->ns.ask, off, __ATOMIC_RELAXED);
+    q->ns.budget = q->armed = b;
+}
+
+/* go_mixed(): a uthread at a level other than FLAT_LEVEL, or a board: the
+ * runtime's slots taken away (next stays ours). */
+static __attribute__((noinline)) void go_mixed(void)
+{
+    if (atomic_exchange_explicit(&mixed, true, memory_order_relaxed))
+        return;
+    for (int i = 0; i < npq; i++)
+        weft_vcore_next_slot_set(i, NULL);
+}
+
+static inline void note_level(int l)
+{
+    if (__builtin_expect(l != FLAT_LEVEL, 0) && !atomic_load_explicit(&mixed, memory_order_relaxed))
+        go_mixed();
 }
 
 /* ---- level queues (the owner, or the lock holder) --------------------------------- */
@@ -320,6 +398,8 @@ static inline void lv_bit(struct pq *q, int l, bool set)
 {
     uint64_t b = bits_of(q), m = 1ull << l;
     atomic_store_explicit(&q->bits, set ? b | m : b & ~m, memory_order_relaxed);
+    if (set && !b)
+        __atomic_store_n(&q->ns.ask, 1, __ATOMIC_RELAXED); /* arm()'s budget ignored the chain */
 }
 
 /* lv_overflow() is the last resort of a push with no memory to grow. */
@@ -508,6 +588,7 @@ static void ask(struct pq *q, unsigned what)
 {
     if ((atomic_load_explicit(&q->pending, memory_order_relaxed) & what) != what)
         atomic_fetch_or_explicit(&q->pending, what, memory_order_seq_cst);
+    __atomic_store_n(&q->ns.ask, 1, __ATOMIC_RELAXED); /* the owner's take_local looks */
 }
 
 /* inbox_push() leaves t for vcore v; false if v is offline (unless force:
@@ -644,14 +725,14 @@ static struct weft_uthread *pick(struct pq *q, int me, int floor)
 {
     if (--q->slow_tick == 0 || atomic_load_explicit(&q->pending, memory_order_relaxed))
         slow_look(q, me);
-    struct weft_uthread *n = atomic_load_explicit(&q->next, memory_order_relaxed);
+    struct weft_uthread *n = next_of(q);
     if (n) {
         int ln = level_of(n);
         uint64_t above = bits_of(q) >> ln; /* bit 0: its level queued; more: a higher one */
         if (above == 0 || (above == 1 && q->chain < NEXT_CHAIN)) {
             if (ln < floor)
                 return NULL; /* the yielder is more urgent: it runs on */
-            atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
+            next_set(q, NULL);
             q->chain++; /* a uthread in next is F_RAN and not queued */
             atomic_store_explicit(&q->cur, ln, memory_order_relaxed);
             return n;
@@ -660,7 +741,7 @@ static struct weft_uthread *pick(struct pq *q, int me, int floor)
          * else ahead of its level, below a more urgent queued one. Its
          * level read again under the lock: a priority change since it left
          * next found it nowhere. */
-        atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
+        next_set(q, NULL);
         own_lock(q);
         ln = level_of(n);
         if (bits_of(q) >> ln == 1)
@@ -689,7 +770,7 @@ static struct weft_uthread *pick(struct pq *q, int me, int floor)
 static int demand(struct pq *q, int running)
 {
     int d = top_of(bits_of(q));
-    struct weft_uthread *n = atomic_load_explicit(&q->next, memory_order_relaxed);
+    struct weft_uthread *n = next_of(q);
     if (n && level_of(n) > d)
         d = level_of(n);
     return running > d ? running : d;
@@ -765,29 +846,28 @@ static __attribute__((noinline)) struct weft_uthread *take_locked(struct pq *q, 
     return pick(q, me, yielder_level());
 }
 
-/* take_local_prio() is pick() with its common cases inline and no stack
+/* take_local_q() is pick() with its common cases inline and no stack
  * frame: nothing asked, no board, nothing less urgent than the uthread
  * running (cur): next when nothing queued is more urgent (no lock: next is
  * the owner's), else the front of the most urgent level, with plain loads
  * and stores when one vcore is online (under the lock otherwise). (Less
  * urgent than cur only if the running one does not stay runnable: it
  * blocks or exits rather than yields; take_local_slow finds out.) */
-static struct weft_uthread *take_local_prio(int me)
+static inline struct weft_uthread *take_local_q(struct pq *q, int me)
 {
-    struct pq *q = &pqs[me];
     if (__builtin_expect(--q->slow_tick == 0 || q->slow ||
                              atomic_load_explicit(&q->pending, memory_order_relaxed),
                          0))
         return take_local_slow(q, me);
     uint64_t bits = bits_of(q);
     int cur = atomic_load_explicit(&q->cur, memory_order_relaxed);
-    struct weft_uthread *n = atomic_load_explicit(&q->next, memory_order_relaxed);
+    struct weft_uthread *n = next_of(q);
     if (n) {
         int ln = level_of(n);
         uint64_t above = bits >> ln; /* bit 0: its level queued; more: a higher one */
         if (__builtin_expect(above > 1 || (above == 1 && q->chain >= NEXT_CHAIN) || ln < cur, 0))
             return take_local_slow(q, me);
-        atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
+        next_set(q, NULL);
         q->chain++;
         atomic_store_explicit(&q->cur, ln, memory_order_relaxed);
         return n;
@@ -804,6 +884,17 @@ static struct weft_uthread *take_local_prio(int me)
     return lv_pop(q, top);
 }
 
+/* take_local_prio() is take_local_q() between settle and arm (the runtime's
+ * slot). */
+static struct weft_uthread *take_local_prio(int me)
+{
+    struct pq *q = &pqs[me];
+    settle(q);
+    struct weft_uthread *t = take_local_q(q, me);
+    arm(q);
+    return t;
+}
+
 /* take_yield_prio() is take_local for a yield of self. In take_local's
  * common case, with one vcore online (no thief can touch the queues before
  * our next decision), next empty and self's level the most urgent queued,
@@ -813,6 +904,7 @@ static struct weft_uthread *take_yield_prio(int me, struct weft_uthread *self, i
 {
     struct pq *q = &pqs[me];
     int l = level_of(self);
+    settle(q);
     /* cur is self's level as it was picked, or as self last set it; another
      * thread may have raised self since (weft_setprio: it finds self neither
      * queued nor in next, and tells only non-locking owners), and
@@ -821,7 +913,7 @@ static struct weft_uthread *take_yield_prio(int me, struct weft_uthread *self, i
     atomic_store_explicit(&q->cur, l, memory_order_relaxed);
     if (__builtin_expect(q->slow_tick <= 1 || q->slow || q->locking ||
                              atomic_load_explicit(&q->pending, memory_order_relaxed) ||
-                             atomic_load_explicit(&q->next, memory_order_relaxed) ||
+                             next_of(q) ||
                              bits_of(q) >> l != 1,
                          0))
         return take_local_prio(me);
@@ -847,7 +939,7 @@ static struct weft_uthread *take_yield_prio(int me, struct weft_uthread *self, i
     __builtin_prefetch(v[h & m], 1); /* the next one's first line */
     flags_set(t, F_RAN);
     *queued = 1;
-    return t;
+    return t; /* the slot's budget left as it was: only settle() counts its runs */
 }
 
 /* ---- stealing ------------------------------------------------------------------------ */
@@ -935,7 +1027,7 @@ static void last_looks(int me, int n)
     uint64_t seen[16];
     int k = 0;
     for (int v = 0; v < n && k < 16; v++)
-        if (v != me && atomic_load_explicit(&pqs[v].next, memory_order_relaxed) && weft_vcore_busy(v)) {
+        if (v != me && next_of(&pqs[v]) && weft_vcore_busy(v)) {
             ids[k] = v;
             seen[k++] = weft_vcore_decisions(v);
         }
@@ -945,7 +1037,7 @@ static void last_looks(int me, int n)
         ;
     for (int i = 0; i < k; i++)
         if (weft_vcore_decisions(ids[i]) == seen[i] &&
-            atomic_load_explicit(&pqs[ids[i]].next, memory_order_relaxed) && weft_vcore_busy(ids[i]))
+            next_of(&pqs[ids[i]]) && weft_vcore_busy(ids[i]))
             weft_vcore_poke(ids[i]);
 }
 
@@ -980,7 +1072,7 @@ static struct weft_uthread *steal(struct pq *q, int me, int floor, bool idle)
     } else if (++q->watch_tick % WATCH_EVERY == 0) {
         bool watched = false;
         for (int v = 0; v < n; v++)
-            if (v != me && atomic_load_explicit(&pqs[v].next, memory_order_relaxed) &&
+            if (v != me && next_of(&pqs[v]) &&
                 weft_vcore_busy(v)) {
                 watch_next(q, v);
                 watched |= q->poke_victim == v;
@@ -1020,6 +1112,7 @@ static void sched_entry_prio(void)
     struct pq *q = &pqs[me];
     bool may_cede = true;
     int yl = yielder_level(); /* a weft_yield() that found nothing local */
+    settle(q);
     for (;;) {
         struct weft_uthread *t = pick(q, me, yl);
         /* Steal only above what we have; a yielder's equals may be stolen. */
@@ -1042,6 +1135,7 @@ static void sched_entry_prio(void)
                 if (q->board && !weft_vcore_busy(me))
                     publish(q, me, NONE);
             }
+            arm(q);
             return;
         }
         int lt = level_of(t);
@@ -1057,6 +1151,7 @@ static void sched_entry_prio(void)
             kernel_yield(me, lt);
         }
         flags_set(t, F_RAN);
+        arm(q);
         weft_run_uthread(t);
     }
 }
@@ -1187,13 +1282,20 @@ static void thread_runnable_prio(struct weft_uthread *t)
     struct weft_sched_link *l = L(t);
     int me = l->waker;
     unsigned f = flags_of(t);
+    note_level(level_of(t));
+    if (l->by_uthread == 3 && me >= 0 && pqs[me].online) {
+        /* Displaced from our next by the runtime's slot (a flat process:
+         * nothing to compare). */
+        displaced(&pqs[me], t);
+        return;
+    }
     /* The common case: woken by the uthread running on the vcore it last
      * ran on: next, no kick. */
     if (__builtin_expect(me >= 0 && l->vcore == me && l->by_uthread == 1 && (f & F_RAN) &&
                              !is_pinned(t) && pqs[me].online, 1)) {
         struct pq *q = &pqs[me];
-        struct weft_uthread *old = atomic_load_explicit(&q->next, memory_order_relaxed);
-        atomic_store_explicit(&q->next, t, memory_order_relaxed);
+        struct weft_uthread *old = next_of(q);
+        next_set(q, t);
         if (old)
             displaced(q, old);
         int lt = level_of(t);
@@ -1220,19 +1322,19 @@ static void thread_runnable_prio(struct weft_uthread *t)
          * the vcore to the child), else behind its level; a kick either
          * way, as ws. F_RAN from here: next is never stolen. */
         flags_set(t, F_RAN);
-        if (atomic_load_explicit(&q->next, memory_order_relaxed))
+        if (next_of(q))
             queue_own(q, t);
         else
-            atomic_store_explicit(&q->next, t, memory_order_relaxed);
+            next_set(q, t);
         if (q->locking)
             weft_vcore_kick_local();
     } else if (l->by_uthread == 1 ||
-               (l->by_uthread == 2 && !atomic_load_explicit(&q->next, memory_order_relaxed) &&
+               (l->by_uthread == 2 && !next_of(q) &&
                 top_of(bits_of(q)) < lt)) {
         /* Woken by the uthread running here (having run elsewhere), or by
          * a blocking callback with nothing at its level or above here. */
-        struct weft_uthread *old = atomic_load_explicit(&q->next, memory_order_relaxed);
-        atomic_store_explicit(&q->next, t, memory_order_relaxed);
+        struct weft_uthread *old = next_of(q);
+        next_set(q, t);
         if (old)
             displaced(q, old);
     } else {
@@ -1278,10 +1380,12 @@ static void poked_prio(void)
         q->published = NONE;
         weft_vcore_kernel_idle(0); /* detached: back to the thread's own policy */
     }
+    if (q->board)
+        go_mixed();
     set_mode(q); /* and slow */
-    struct weft_uthread *t = atomic_load_explicit(&q->next, memory_order_relaxed);
+    struct weft_uthread *t = next_of(q);
     if (t) {
-        atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
+        next_set(q, NULL);
         queue_own(q, t);
         if (q->locking)
             weft_vcore_kick_local();
@@ -1341,6 +1445,7 @@ static void thread_prio_changed_prio(struct weft_uthread *t, int old)
 {
     int me = weft_vcore_id();
     int lt = level_of(t);
+    go_mixed(); /* two levels in use: the old one and lt */
     if (me >= 0 && t == weft_self()) {
         /* The caller changed itself: it runs here. Lower than what waits
          * here now: give way (weft_setprio's return is the safe point). */
@@ -1373,7 +1478,7 @@ static void thread_prio_changed_prio(struct weft_uthread *t, int old)
      * preempt it. (t's link.vcore is its runner's to write: not read.) */
     int w = v;
     for (int i = 0; w < 0 && i < npq; i++)
-        if (atomic_load_explicit(&pqs[i].next, memory_order_relaxed) == t)
+        if (next_of(&pqs[i]) == t)
             w = i;
     if (w >= 0 && lt > old - WEFT_PRIO_MIN &&
         lt > atomic_load_explicit(&pqs[w].cur, memory_order_relaxed) && (preempting() || w == me))
@@ -1390,6 +1495,8 @@ static void vcore_up_prio(int id)
     qunlock(&q->lock);
     atomic_store_explicit(&q->cur, NONE, memory_order_relaxed);
     q->board = weft_board_attached();
+    if (q->board)
+        go_mixed();
     q->published = NONE;
     atomic_fetch_add_explicit(&nup, 1, memory_order_seq_cst);
     set_mode(q); /* and slow */
@@ -1424,7 +1531,9 @@ static void vcore_down_prio(int id)
         q->ovf.head = q->ovf.tail = NULL;
     }
     qunlock(&q->lock);
-    struct weft_uthread *n = atomic_exchange_explicit(&q->next, NULL, memory_order_relaxed);
+    struct weft_uthread *n = next_of(q);
+    next_set(q, NULL);
+    q->ns.budget = q->armed = 0; /* our last decision was made */
     if (n) {
         L(n)->next = out.head;
         out.head = n;
@@ -1456,7 +1565,8 @@ static int init_prio(int nvcores)
         return ENOMEM;
     for (int i = 0; i < nvcores; i++) {
         struct pq *q = &pqs[i];
-        atomic_init(&q->next, NULL);
+        q->ns = (struct weft_next_slot){ NULL, 0, 0 };
+        q->armed = 0;
         q->chain = 0;
         q->fronted = NULL;
         q->fronted_lv = 0;
@@ -1491,6 +1601,9 @@ static int init_prio(int nvcores)
     long long ms = 0;
     weft_config_get("WEFT_PRIO_AGING_MS", &ms); /* 0..3600000; unset: 0, never */
     aging_ns = (uint64_t)ms * 1000000u;
+    atomic_init(&mixed, aging_ns != 0); /* aging moves uthreads between levels */
+    for (int i = 0; i < nvcores && !aging_ns; i++)
+        weft_vcore_next_slot_set(i, &pqs[i].ns);
     return 0;
 }
 
@@ -1509,9 +1622,9 @@ static void fini_prio(void)
 static int reclaim_prio(int me, struct weft_uthread *t)
 {
     struct pq *q = &pqs[me];
-    if (atomic_load_explicit(&q->next, memory_order_relaxed) != t)
+    if (next_of(q) != t)
         return 0;
-    atomic_store_explicit(&q->next, NULL, memory_order_relaxed);
+    next_set(q, NULL);
     return 1;
 }
 
