@@ -22,7 +22,9 @@
  *    except with one vcore online: there it goes to the front of its level
  *    (ws's prev slot: a group of uthreads that keep waking each other runs
  *    on while its state is cached), unless the last one put there is still
- *    queued or this is the FRONT_RUNS-th in a row;
+ *    queued or this is the FRONT_RUNS-th in a row; with several online,
+ *    under the same rule, to v's front slot (see "The front slot" below)
+ *    while its level holds others a thief may take;
  *  - spawned by a uthread on v: next if it is free, else the back of its
  *    level on v, with a kick;
  *  - made runnable in vcore context of v (alarms, events, the poller): the
@@ -107,9 +109,22 @@
  * than at the end of our kernel time slice; it leaves that policy at the
  * first decision that finds nothing more urgent elsewhere, or on detach.
  *
+ * The front slot. With several vcores online the queues are locked, and a
+ * displaced uthread queued at its level's front and picked a few
+ * decisions later cost the owner two lock round trips and a kick: the
+ * ring benchmark at 2 vcores ran at 0.7x ws's rate. So while the process
+ * is flat (no `mixed`) a displaced uthread goes to the owner's front slot
+ * instead, as ws's prev: it stands for the front of its level (front_lv),
+ * the owner's alone, never stolen (a thief that finds only next or front
+ * slots of a vcore that makes no decisions pokes it, and poked queues
+ * both), filled only while its level holds others a thief may take, so
+ * it hides no work that another vcore could run. Every owner pick counts
+ * it as queued at front_lv (owned_bits) and takes it before the level's
+ * queue; what it holds is checked at the pick (level_of), as next's is.
+ *
  * Run-time vcore counts (vcore_up/vcore_down): a vcore going down hands
- * next, its levels and its inbox to online vcores; pushes check `online`
- * under the lock they take and go elsewhere once it is off.
+ * next, its front slot, its levels and its inbox to online vcores; pushes
+ * check `online` under the lock they take and go elsewhere once it is off.
  */
 #include <errno.h>
 #include <sched.h>
@@ -178,6 +193,10 @@ struct pq {
                                         (compared, never read: it may be freed) */
     int fronted_lv;                  /* ... and that level */
     unsigned front_runs;             /* displaced ones put at a front since one went back */
+    struct weft_uthread *front;      /* only while locking: a displaced uthread held
+                                        ahead of its level instead of queued (see "The
+                                        front slot"); thieves read it (relaxed), a hint */
+    int front_lv;                    /* the level it had when put there (a hint) */
     unsigned slow_tick;              /* decisions until the next slow look */
     bool board;                      /* the process is attached to a board */
     bool slow;                       /* board || ovf: take_local's fast path is off */
@@ -306,6 +325,26 @@ static inline void next_set(struct pq *q, struct weft_uthread *t)
     __atomic_store_n(&q->ns.t, t, __ATOMIC_RELAXED);
 }
 
+static inline struct weft_uthread *front_of(struct pq *q)
+{
+    return __atomic_load_n(&q->front, __ATOMIC_RELAXED);
+}
+
+static inline void front_set(struct pq *q, struct weft_uthread *t)
+{
+    __atomic_store_n(&q->front, t, __ATOMIC_RELAXED);
+}
+
+/* owned_bits() is bits with the front slot's level counted as queued: what
+ * the owner compares next and its levels with. */
+static inline uint64_t owned_bits(struct pq *q)
+{
+    uint64_t b = bits_of(q);
+    if (__builtin_expect(front_of(q) != NULL, 0))
+        b |= 1ull << q->front_lv;
+    return b;
+}
+
 static inline void settle(struct pq *q)
 {
     unsigned used = q->armed - q->ns.budget;
@@ -320,8 +359,9 @@ static inline void arm(struct pq *q)
 {
     bool off = q->slow || atomic_load_explicit(&q->pending, memory_order_relaxed);
     unsigned b = 0;
-    if (!off && (q->chain < NEXT_CHAIN || !bits_of(q))) { /* the chain: others queued */
-        b = bits_of(q) ? NEXT_CHAIN - q->chain : SLOW_EVERY;
+    uint64_t bits = owned_bits(q);
+    if (!off && (q->chain < NEXT_CHAIN || !bits)) { /* the chain: others queued */
+        b = bits ? NEXT_CHAIN - q->chain : SLOW_EVERY;
         if (b >= q->slow_tick)
             b = q->slow_tick ? q->slow_tick - 1 : 0; /* the slow look is take_local's */
     }
@@ -616,6 +656,11 @@ static void set_mode(struct pq *q)
         return;
     qlock(&q->lock);
     q->locking = want;
+    struct weft_uthread *f = front_of(q);
+    if (f && !want) { /* the front slot is for locking owners only */
+        front_set(q, NULL);
+        lv_push_front(q, f, level_of(f));
+    }
     qunlock(&q->lock);
 }
 
@@ -728,7 +773,7 @@ static struct weft_uthread *pick(struct pq *q, int me, int floor)
     struct weft_uthread *n = next_of(q);
     if (n) {
         int ln = level_of(n);
-        uint64_t above = bits_of(q) >> ln; /* bit 0: its level queued; more: a higher one */
+        uint64_t above = owned_bits(q) >> ln; /* bit 0: its level queued; more: a higher one */
         if (above == 0 || (above == 1 && q->chain < NEXT_CHAIN)) {
             if (ln < floor)
                 return NULL; /* the yielder is more urgent: it runs on */
@@ -744,13 +789,28 @@ static struct weft_uthread *pick(struct pq *q, int me, int floor)
         next_set(q, NULL);
         own_lock(q);
         ln = level_of(n);
-        if (bits_of(q) >> ln == 1)
+        if (owned_bits(q) >> ln == 1)
             lv_push_back(q, n, ln, 0);
         else
             lv_push_front(q, n, ln);
         own_unlock(q);
     }
     q->chain = 0;
+    struct weft_uthread *f = front_of(q);
+    if (f) { /* the front of its level, as it is now (a priority change found it nowhere) */
+        int lf = level_of(f);
+        if (lf >= top_of(bits_of(q)) && lf >= floor) {
+            front_set(q, NULL);
+            atomic_store_explicit(&q->cur, lf, memory_order_relaxed);
+            return f;
+        }
+        if (lf != q->front_lv) { /* queued after all: its level changed */
+            front_set(q, NULL);
+            own_lock(q);
+            lv_push_front(q, f, level_of(f));
+            own_unlock(q);
+        }
+    }
     own_lock(q);
     int top = top_of(bits_of(q));
     struct weft_uthread *t = top >= 0 && top >= floor ? lv_pop(q, top) : NULL;
@@ -769,7 +829,7 @@ static struct weft_uthread *pick(struct pq *q, int me, int floor)
 /* demand() is the most urgent level vcore q has ready besides running. */
 static int demand(struct pq *q, int running)
 {
-    int d = top_of(bits_of(q));
+    int d = top_of(owned_bits(q));
     struct weft_uthread *n = next_of(q);
     if (n && level_of(n) > d)
         d = level_of(n);
@@ -849,8 +909,9 @@ static __attribute__((noinline)) struct weft_uthread *take_locked(struct pq *q, 
 /* take_local_q() is pick() with its common cases inline and no stack
  * frame: nothing asked, no board, nothing less urgent than the uthread
  * running (cur): next when nothing queued is more urgent (no lock: next is
- * the owner's), else the front of the most urgent level, with plain loads
- * and stores when one vcore is online (under the lock otherwise). (Less
+ * the owner's; the front slot counts as queued), else the front of the
+ * most urgent level, with plain loads and stores when one vcore is online
+ * (else pick(): the front slot, or the lock). (Less
  * urgent than cur only if the running one does not stay runnable: it
  * blocks or exits rather than yields; take_local_slow finds out.) */
 static inline struct weft_uthread *take_local_q(struct pq *q, int me)
@@ -859,7 +920,7 @@ static inline struct weft_uthread *take_local_q(struct pq *q, int me)
                              atomic_load_explicit(&q->pending, memory_order_relaxed),
                          0))
         return take_local_slow(q, me);
-    uint64_t bits = bits_of(q);
+    uint64_t bits = owned_bits(q);
     int cur = atomic_load_explicit(&q->cur, memory_order_relaxed);
     struct weft_uthread *n = next_of(q);
     if (n) {
@@ -878,7 +939,7 @@ static inline struct weft_uthread *take_local_q(struct pq *q, int me)
     if (__builtin_expect(top < cur, 0))
         return take_local_slow(q, me);
     if (q->locking)
-        return take_locked(q, me);
+        return take_locked(q, me); /* pick() takes the front slot first */
     q->chain = 0;
     atomic_store_explicit(&q->cur, top, memory_order_relaxed);
     return lv_pop(q, top);
@@ -913,7 +974,7 @@ static struct weft_uthread *take_yield_prio(int me, struct weft_uthread *self, i
     atomic_store_explicit(&q->cur, l, memory_order_relaxed);
     if (__builtin_expect(q->slow_tick <= 1 || q->slow || q->locking ||
                              atomic_load_explicit(&q->pending, memory_order_relaxed) ||
-                             next_of(q) ||
+                             next_of(q) || /* the front slot: only while locking */
                              bits_of(q) >> l != 1,
                          0))
         return take_local_prio(me);
@@ -999,6 +1060,13 @@ static struct weft_uthread *grab(struct pq *q, int me, int v, int l)
     return first;
 }
 
+/* held(): v's owner holds a uthread no thief may take (next, front): worth a
+ * poke if it makes no decisions. */
+static inline bool held(int v)
+{
+    return next_of(&pqs[v]) || front_of(&pqs[v]);
+}
+
 /* watch_next() is a thief that found only v's next to take: poke v if its
  * decisions have not moved for POKE_LOOKS of our looks. */
 static void watch_next(struct pq *q, int v)
@@ -1027,7 +1095,7 @@ static void last_looks(int me, int n)
     uint64_t seen[16];
     int k = 0;
     for (int v = 0; v < n && k < 16; v++)
-        if (v != me && next_of(&pqs[v]) && weft_vcore_busy(v)) {
+        if (v != me && held(v) && weft_vcore_busy(v)) {
             ids[k] = v;
             seen[k++] = weft_vcore_decisions(v);
         }
@@ -1037,7 +1105,7 @@ static void last_looks(int me, int n)
         ;
     for (int i = 0; i < k; i++)
         if (weft_vcore_decisions(ids[i]) == seen[i] &&
-            next_of(&pqs[ids[i]]) && weft_vcore_busy(ids[i]))
+            held(ids[i]) && weft_vcore_busy(ids[i]))
             weft_vcore_poke(ids[i]);
 }
 
@@ -1072,8 +1140,7 @@ static struct weft_uthread *steal(struct pq *q, int me, int floor, bool idle)
     } else if (++q->watch_tick % WATCH_EVERY == 0) {
         bool watched = false;
         for (int v = 0; v < n; v++)
-            if (v != me && next_of(&pqs[v]) &&
-                weft_vcore_busy(v)) {
+            if (v != me && held(v) && weft_vcore_busy(v)) {
                 watch_next(q, v);
                 watched |= q->poke_victim == v;
             }
@@ -1258,10 +1325,21 @@ static inline bool fronted_waits(struct pq *q)
 
 /* displaced() queues old, which a wake-up on this vcore just moved out of
  * next: at the front of its level with one vcore online, as the top of
- * this file says; else at the back, with a kick when thieves may take it. */
+ * this file says; with several, under the same rule, in the front slot
+ * while the process is flat and its level holds others (a thief has
+ * something to take); else at the back, with a kick: thieves may take it. */
 static inline void displaced(struct pq *q, struct weft_uthread *old)
 {
-    if (!q->locking) {
+    if (q->locking) {
+        int l = level_of(old);
+        if (!front_of(q) && (bits_of(q) >> l & 1) && ++q->front_runs < FRONT_RUNS &&
+            !atomic_load_explicit(&mixed, memory_order_relaxed)) {
+            q->front_lv = l;
+            front_set(q, old);
+            return;
+        }
+        q->front_runs = 0;
+    } else {
         int l = level_of(old);
         if (!fronted_waits(q) && ++q->front_runs < FRONT_RUNS) {
             q->fronted = old;
@@ -1330,7 +1408,7 @@ static void thread_runnable_prio(struct weft_uthread *t)
             weft_vcore_kick_local();
     } else if (l->by_uthread == 1 ||
                (l->by_uthread == 2 && !next_of(q) &&
-                top_of(bits_of(q)) < lt)) {
+                top_of(owned_bits(q)) < lt)) {
         /* Woken by the uthread running here (having run elsewhere), or by
          * a blocking callback with nothing at its level or above here. */
         struct weft_uthread *old = next_of(q);
@@ -1383,10 +1461,16 @@ static void poked_prio(void)
     if (q->board)
         go_mixed();
     set_mode(q); /* and slow */
-    struct weft_uthread *t = next_of(q);
-    if (t) {
+    struct weft_uthread *t = next_of(q), *f = front_of(q);
+    if (t || f) {
         next_set(q, NULL);
-        queue_own(q, t);
+        front_set(q, NULL);
+        own_lock(q);
+        if (f)
+            lv_push_front(q, f, level_of(f));
+        if (t)
+            lv_push_back(q, t, level_of(t), 0);
+        own_unlock(q);
         if (q->locking)
             weft_vcore_kick_local();
     }
@@ -1478,7 +1562,7 @@ static void thread_prio_changed_prio(struct weft_uthread *t, int old)
      * preempt it. (t's link.vcore is its runner's to write: not read.) */
     int w = v;
     for (int i = 0; w < 0 && i < npq; i++)
-        if (next_of(&pqs[i]) == t)
+        if (next_of(&pqs[i]) == t || front_of(&pqs[i]) == t)
             w = i;
     if (w >= 0 && lt > old - WEFT_PRIO_MIN &&
         lt > atomic_load_explicit(&pqs[w].cur, memory_order_relaxed) && (preempting() || w == me))
@@ -1531,9 +1615,14 @@ static void vcore_down_prio(int id)
         q->ovf.head = q->ovf.tail = NULL;
     }
     qunlock(&q->lock);
-    struct weft_uthread *n = next_of(q);
+    struct weft_uthread *n = next_of(q), *f = front_of(q);
     next_set(q, NULL);
+    front_set(q, NULL);
     q->ns.budget = q->armed = 0; /* our last decision was made */
+    if (f) {
+        L(f)->next = out.head;
+        out.head = f;
+    }
     if (n) {
         L(n)->next = out.head;
         out.head = n;
@@ -1571,6 +1660,8 @@ static int init_prio(int nvcores)
         q->fronted = NULL;
         q->fronted_lv = 0;
         q->front_runs = 0;
+        q->front = NULL;
+        q->front_lv = 0;
         q->slow_tick = SLOW_EVERY;
         q->board = false;
         q->slow = false;
@@ -1617,14 +1708,18 @@ static void fini_prio(void)
     npq = 0;
 }
 
-/* reclaim_prio(): t is taken back if it waits in next, which only we write
- * (a stack-copy uthread joined before it ran: see sched.h). */
+/* reclaim_prio(): t is taken back if it waits in next or the front slot,
+ * which only we write (a stack-copy uthread joined before it ran: see
+ * sched.h). */
 static int reclaim_prio(int me, struct weft_uthread *t)
 {
     struct pq *q = &pqs[me];
-    if (next_of(q) != t)
+    if (next_of(q) == t)
+        next_set(q, NULL);
+    else if (front_of(q) == t)
+        front_set(q, NULL);
+    else
         return 0;
-    next_set(q, NULL);
     return 1;
 }
 
