@@ -5,7 +5,11 @@
  *  1. S, spawned once the pair runs (the woken ring), sleeps 1 ms and runs
  *     again when its alarm wakes it (the woken ring again);
  *  2. D, woken just before A so that A's wake-up displaces it from next
- *     (ws: into prev), runs.
+ *     (ws: into prev), runs;
+ *  3. with two such pairs and no yielder, where each break of one pair's
+ *     chain runs the other (the one its wake-up displaced, waiting in prev
+ *     or at its level's front) while the first stays in next, a uthread
+ *     spawned behind them runs.
  * Each victim must run within LIMIT_MS while the three keep going (it
  * would run within microseconds; in ws before its fix, the paused ring took
  * every break of next's chain and both waited for as long as the three
@@ -93,6 +97,43 @@ static void *run(void *arg)
     return NULL;
 }
 
+static struct check_pair pair2;
+
+static void *spawned(void *arg)
+{
+    (void)arg;
+    atomic_store(&victim_ran, true);
+    return NULL;
+}
+
+/* run_two() is the third case: two pairs, a spawned victim, the
+ * coordinator asleep meanwhile. */
+static void *run_two(void *arg)
+{
+    (void)arg;
+    atomic_store(&victim_ran, false);
+    check_pair_spawn(&pair, NULL);
+    check_pair_spawn(&pair2, NULL);
+    for (int i = 0; i < 200; i++)
+        weft_yield(); /* both pairs started and parked */
+    check_pair_go(&pair);
+    check_pair_go(&pair2);
+    weft_t tv;
+    CHECK_RC(weft_spawn(&tv, NULL, spawned, NULL), 0);
+    uint64_t t0 = weft_now_ns();
+    while (!atomic_load(&victim_ran) && weft_now_ns() - t0 < (uint64_t)LIMIT_MS * 1000000)
+        CHECK_RC(weft_sleep_ns(1000000), 0);
+    bool ran = atomic_load(&victim_ran);
+    long h1 = atomic_load(&pair.hops), h2 = atomic_load(&pair2.hops);
+    check_pair_end(&pair);
+    check_pair_end(&pair2);
+    CHECK_RC(weft_join(tv, NULL), 0);
+    CHECK(ran, "the spawned uthread did not run within %d ms beside two waking pairs (%ld and %ld "
+          "hops)", LIMIT_MS, h1, h2);
+    CHECK(h1 > 0 && h2 > 0, "a pair made no hop (%ld, %ld)", h1, h2);
+    return NULL;
+}
+
 int main(void)
 {
     check_watchdog(60);
@@ -104,6 +145,9 @@ int main(void)
     CHECK_RC(weft_join(m, NULL), 0);
     check_phase("a uthread displaced from next runs beside them");
     CHECK_RC(weft_spawn(&m, NULL, run, (void *)1), 0);
+    CHECK_RC(weft_join(m, NULL), 0);
+    check_phase("a spawned uthread runs beside two waking pairs");
+    CHECK_RC(weft_spawn(&m, NULL, run_two, NULL), 0);
     CHECK_RC(weft_join(m, NULL), 0);
     weft_shutdown();
     printf("starve: ok\n");
