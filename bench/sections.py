@@ -440,16 +440,21 @@ def prio_sections(ncpu: int, full: bool) -> list[Section]:
             Job(f"prio_spawn_{sched}", "weft", "weft_spawn",
                 [(label, "spawn,join=each"), (label, "spawn,join=batch1000")], env=env,
                 label=label, bench="spawn", param_prefix="spawn,"),
-            Job(f"prio_ring1_{sched}", "weft", "weft_ring", [(label, "ring,n=8,threads=10000,vcores=1")],
-                args=["--n", "8", "--threads", "10000", "--rounds", str(PRIO_RING_ROUNDS)],
-                env={**env, "WEFT_VCORES": "1"}, cpus={0}, label=label, bench="ring",
-                param_prefix="ring,", param_suffix=",vcores=1", better="higher"),
-            Job(f"prio_ring{ncpu}_{sched}", "weft", "weft_ring",
-                [(label, f"ring,n=8,threads=10000,vcores={ncpu}")],
-                args=["--n", "8", "--threads", "10000", "--rounds", str(PRIO_RING_ROUNDS)],
-                env={**env, "WEFT_VCORES": str(ncpu)}, label=label, bench="ring",
-                param_prefix="ring,", param_suffix=f",vcores={ncpu}", better="higher"),
         ]
+        for n in (8, 2):
+            rounds = str(PRIO_RING_ROUNDS * 8 // n)  # the same messages a run
+            cost += [
+                Job(f"prio_ring1n{n}_{sched}", "weft", "weft_ring",
+                    [(label, f"ring,n={n},threads=10000,vcores=1")],
+                    args=["--n", str(n), "--threads", "10000", "--rounds", rounds],
+                    env={**env, "WEFT_VCORES": "1"}, cpus={0}, label=label, bench="ring",
+                    param_prefix="ring,", param_suffix=",vcores=1", better="higher"),
+                Job(f"prio_ring{ncpu}n{n}_{sched}", "weft", "weft_ring",
+                    [(label, f"ring,n={n},threads=10000,vcores={ncpu}")],
+                    args=["--n", str(n), "--threads", "10000", "--rounds", rounds],
+                    env={**env, "WEFT_VCORES": str(ncpu)}, label=label, bench="ring",
+                    param_prefix="ring,", param_suffix=f",vcores={ncpu}", better="higher"),
+            ]
     # ws and prio alternate job by job within a round (A B, A B): paired ratios
     cost.sort(key=lambda j: (j.name.split("_")[1], j.name.endswith("_prio")))
     size = "full" if full else "quick"
@@ -472,8 +477,9 @@ def prio_sections(ncpu: int, full: bool) -> list[Section]:
             "level bitmap, a ring of pointers per level that also keeps each queued "
             "uthread's slot (so a priority change can take it out); with one vcore no lock "
             "(ws needs none either); with several, its vcore's lock around each queue "
-            f"operation (ws: a CAS per pop). Ring: N = 8, 10 000 threads, "
-            f"{PRIO_RING_ROUNDS} rounds.",
+            f"operation (ws: a CAS per pop; prio's front slot spares a displaced wake-up "
+            f"the lock). Ring: N = 8 and N = 2, 10 000 threads, {PRIO_RING_ROUNDS} rounds "
+            f"at N = 8 ({PRIO_RING_ROUNDS * 4} at N = 2: the same messages).",
             f"yield and ring at one vcore: as their sections (one vcore, the process pinned to "
             f"CPU 0). spawn and ring at {ncpu} vcores: no pinning, all vcores.",
             cost, group=lambda impl, param: param),
