@@ -504,6 +504,14 @@ static void lv_push_front(struct pq *q, struct weft_uthread *t, int l)
         lv_bit(q, l, true);
 }
 
+/* front_queue() moves the front slot's uthread f to the front of its level
+ * (the owner, holding the lock while locking). */
+static void front_queue(struct pq *q, struct weft_uthread *f)
+{
+    front_set(q, NULL);
+    lv_push_front(q, f, level_of(f));
+}
+
 /* lv_took() counts n uthreads taken out of level l of q; a level left
  * empty starts afresh at its tail and loses its bit. True if it emptied. */
 static inline bool lv_took(struct pq *q, struct level *lv, int l, uint32_t n)
@@ -658,10 +666,8 @@ static void set_mode(struct pq *q)
     qlock(&q->lock);
     q->locking = want;
     struct weft_uthread *f = front_of(q);
-    if (f && !want) { /* the front slot is for locking owners only */
-        front_set(q, NULL);
-        lv_push_front(q, f, level_of(f));
-    }
+    if (f && !want)
+        front_queue(q, f); /* the front slot is for locking owners only */
     qunlock(&q->lock);
 }
 
@@ -791,9 +797,9 @@ static struct weft_uthread *pick(struct pq *q, int me, int floor)
          * While two groups keep next and the front filled, the rest of
          * the level advances by one every FRONT_RUNS displaced uthreads:
          * its first waits up to FRONT_RUNS x (NEXT_CHAIN + 1) decisions,
-         * ws's bound for its woken ring. A more urgent level queued: n goes ahead of its level, its level
-         * read again under the lock (a priority change since it left next
-         * found it nowhere). */
+         * ws's bound for its woken ring. A more urgent level queued: n
+         * goes ahead of its level, its level read again under the lock (a
+         * priority change since it left next found it nowhere). */
         if (above != 1) {
             next_set(q, NULL);
             own_lock(q);
@@ -811,9 +817,8 @@ static struct weft_uthread *pick(struct pq *q, int me, int floor)
             return f;
         }
         if (lf != q->front_lv) { /* queued after all: its level changed */
-            front_set(q, NULL);
             own_lock(q);
-            lv_push_front(q, f, level_of(f));
+            front_queue(q, f);
             own_unlock(q);
         }
     }
@@ -1342,8 +1347,8 @@ static inline bool fronted_waits(struct pq *q)
  * something to take); else at the back, with a kick: thieves may take it. */
 static inline void displaced(struct pq *q, struct weft_uthread *old)
 {
+    int l = level_of(old);
     if (q->locking) {
-        int l = level_of(old);
         if (!front_of(q) && (bits_of(q) >> l & 1) && ++q->front_runs < FRONT_RUNS &&
             !atomic_load_explicit(&mixed, memory_order_relaxed)) {
             q->front_lv = l;
@@ -1352,7 +1357,6 @@ static inline void displaced(struct pq *q, struct weft_uthread *old)
         }
         q->front_runs = 0;
     } else {
-        int l = level_of(old);
         if (!fronted_waits(q) && ++q->front_runs < FRONT_RUNS) {
             q->fronted = old;
             q->fronted_lv = l;
@@ -1476,10 +1480,9 @@ static void poked_prio(void)
     struct weft_uthread *t = next_of(q), *f = front_of(q);
     if (t || f) {
         next_set(q, NULL);
-        front_set(q, NULL);
         own_lock(q);
         if (f)
-            lv_push_front(q, f, level_of(f));
+            front_queue(q, f);
         if (t)
             lv_push_back(q, t, level_of(t), 0);
         own_unlock(q);
